@@ -1,0 +1,99 @@
+//! The one data model every rpcmux protocol speaks.
+//!
+//! A [`Value`] is what XML-RPC, JSON-RPC and MessagePack-RPC can all carry; an
+//! [`RpcError`] is the one error shape that each protocol maps into its own
+//! (XML-RPC fault, JSON-RPC error object, msgpack-rpc error field, STOMP ERROR).
+//! Protocol crates depend only on this crate, so each stays usable on its own.
+
+mod datetime;
+mod error;
+mod from;
+mod serde_impl;
+
+pub use datetime::DateTime;
+pub use error::RpcError;
+
+/// A struct's members, in the order they arrived (so echo round trips keep order).
+pub type Map = indexmap::IndexMap<String, Value>;
+
+/// A dynamically typed RPC value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Value {
+    #[default]
+    Nil,
+    Bool(bool),
+    Int(i64),
+    Double(f64),
+    String(String),
+    Bytes(Vec<u8>),
+    DateTime(DateTime),
+    Array(Vec<Value>),
+    Struct(Map),
+}
+
+impl Value {
+    /// A short name of the type, for error messages ("expected int, got string").
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Nil => "nil",
+            Value::Bool(_) => "bool",
+            Value::Int(_) => "int",
+            Value::Double(_) => "double",
+            Value::String(_) => "string",
+            Value::Bytes(_) => "bytes",
+            Value::DateTime(_) => "dateTime",
+            Value::Array(_) => "array",
+            Value::Struct(_) => "struct",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Value]> {
+        match self {
+            Value::Array(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_struct(&self) -> Option<&Map> {
+        match self {
+            Value::Struct(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Member `key` of a struct, if this is a struct that has it.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.as_struct().and_then(|m| m.get(key))
+    }
+}
+
+/// Build a [`Value::Struct`] from `key => value` pairs.
+#[macro_export]
+macro_rules! vstruct {
+    ($($k:expr => $v:expr),* $(,)?) => {{
+        let mut m = $crate::Map::new();
+        $( m.insert(::std::string::String::from($k), $crate::Value::from($v)); )*
+        $crate::Value::Struct(m)
+    }};
+}
