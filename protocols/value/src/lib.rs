@@ -97,3 +97,30 @@ macro_rules! vstruct {
         $crate::Value::Struct(m)
     }};
 }
+
+/// Call parameters as a protocol delivers them: by position (XML-RPC, msgpack-rpc,
+/// JSON arrays) or by name (JSON objects, `k=v` on the command line).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Params {
+    Positional(Vec<Value>),
+    Named(Map),
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params::Positional(Vec::new())
+    }
+}
+
+impl Params {
+    pub fn len(&self) -> usize {
+        match self {
+            Params::Positional(v) => v.len(),
+            Params::Named(m) => m.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,122 @@
+//! Writing responses (server side) and requests / reading responses (client side).
+//!
+//! Responses are written field by field into the caller's buffer: no intermediate
+//! tree, one allocation for the whole reply on the hot path.
+
+use crate::id::Id;
+use rpcmux_value::{Params, RpcError, Value};
+use serde::Deserialize;
+
+fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
+    // Writing a Value or an Id into a Vec cannot fail: no I/O, string keys only.
+    serde_json::to_writer(&mut *out, v).expect("serializing a Value never fails");
+}
+
+/// `{"jsonrpc":"2.0","result":…,"id":…}`
+pub fn write_result(out: &mut Vec<u8>, id: &Id, result: &Value) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
+    write_json(out, result);
+    out.extend_from_slice(br#","id":"#);
+    write_json(out, id);
+    out.push(b'}');
+}
+
+/// `{"jsonrpc":"2.0","error":{"code":…,"message":…[,"data":…]},"id":…}`
+pub fn write_error(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","error":{"code":"#);
+    out.extend_from_slice(err.code.to_string().as_bytes());
+    out.extend_from_slice(br#","message":"#);
+    write_json(out, &err.message);
+    if let Some(data) = &err.data {
+        out.extend_from_slice(br#","data":"#);
+        write_json(out, data);
+    }
+    out.extend_from_slice(br#"},"id":"#);
+    write_json(out, id);
+    out.push(b'}');
+}
+
+/// A request as a client writes it; `id: None` writes a notification.
+pub fn write_request(out: &mut Vec<u8>, id: Option<&Id>, method: &str, params: &Params) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    write_json(out, method);
+    out.extend_from_slice(br#","params":"#);
+    match params {
+        Params::Positional(a) => write_json(out, a),
+        Params::Named(m) => write_json(out, m),
+    }
+    if let Some(id) = id {
+        out.extend_from_slice(br#","id":"#);
+        write_json(out, id);
+    }
+    out.push(b'}');
+}
+
+/// A response as a client reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    pub id: Id,
+    pub outcome: Result<Value, RpcError>,
+}
+
+#[derive(Deserialize)]
+struct WireError {
+    code: i64,
+    message: String,
+    data: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    result: Option<Value>,
+    error: Option<WireError>,
+    #[serde(default)]
+    id: Id,
+}
+
+/// Parse one response object (not a batch). A reply with neither result nor error
+/// reads as a `null` result (`"result": null` deserializes to `None`).
+pub fn parse_response(body: &[u8]) -> Result<Response, RpcError> {
+    let w: WireResponse = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
+    let outcome = match w.error {
+        Some(e) => Err(RpcError {
+            code: e.code,
+            message: e.message,
+            data: e.data,
+        }),
+        None => Ok(w.result.unwrap_or(Value::Nil)),
+    };
+    Ok(Response { id: w.id, outcome })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_results_and_errors() {
+        let mut out = Vec::new();
+        write_result(&mut out, &Id::from(1), &Value::from("x"));
+        assert_eq!(out, br#"{"jsonrpc":"2.0","result":"x","id":1}"#);
+        out.clear();
+        let err = RpcError::method_not_found("nope").with_data(Value::Int(3));
+        write_error(&mut out, &Id::Null, &err);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: nope","data":3},"id":null}"#
+        );
+        let back = parse_response(&out).unwrap();
+        assert_eq!(back.outcome, Err(err));
+    }
+
+    #[test]
+    fn request_round_trips_through_the_server_parser() {
+        let mut out = Vec::new();
+        let params = Params::Positional(vec![Value::Bool(true)]);
+        write_request(&mut out, Some(&Id::from("a")), "echo", &params);
+        let crate::Incoming::Single(Ok(req)) = crate::parse(&out).unwrap() else {
+            panic!()
+        };
+        assert_eq!((req.method.as_str(), req.params), ("echo", params));
+    }
+}

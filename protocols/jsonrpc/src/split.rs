@@ -1,0 +1,159 @@
+//! Find where one JSON value ends in a byte stream, for JSON-RPC over raw TCP.
+//!
+//! Clients send requests one per line or simply back to back, so framing is by
+//! bracket depth. The splitter keeps its scan position between calls: bytes that
+//! arrive one at a time are each looked at once (never re-scanned from the start).
+//! Hand-written because no crate splits concatenated JSON incrementally with a cap.
+
+/// What the buffer holds next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// A complete value in `buf[start..end]`; consume `end` bytes.
+    Value { start: usize, end: usize },
+    /// Need more bytes.
+    Incomplete,
+    /// Bytes that cannot start a request (not `{` or `[`). Consume `skip` bytes (through
+    /// the next newline) to resynchronise; `skip == 0` means no newline yet.
+    Garbage { skip: usize },
+    /// The value in progress is longer than the cap: the stream cannot be resynchronised.
+    TooLarge,
+}
+
+#[derive(Debug, Default)]
+pub struct Splitter {
+    max: usize,
+    /// Offset of the value's first byte, once found.
+    start: Option<usize>,
+    /// Offset scanned so far.
+    pos: usize,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Splitter {
+    pub fn new(max_frame: usize) -> Self {
+        Splitter {
+            max: max_frame,
+            ..Default::default()
+        }
+    }
+
+    /// Scan `buf` (which starts where the last consumed value ended) onwards from
+    /// where the previous call stopped. After a `Value` or `Garbage { skip > 0 }`,
+    /// the caller consumes bytes from the front and the splitter starts afresh.
+    pub fn next(&mut self, buf: &[u8]) -> Split {
+        if self.start.is_none() {
+            let Some(off) = buf[self.pos..]
+                .iter()
+                .position(|b| !b.is_ascii_whitespace())
+            else {
+                self.pos = buf.len();
+                return Split::Incomplete;
+            };
+            let at = self.pos + off;
+            if !matches!(buf[at], b'{' | b'[') {
+                return match buf[at..].iter().position(|&b| b == b'\n') {
+                    Some(nl) => {
+                        self.reset();
+                        Split::Garbage { skip: at + nl + 1 }
+                    }
+                    None if buf.len() - at > self.max => Split::TooLarge,
+                    None => Split::Garbage { skip: 0 },
+                };
+            }
+            self.start = Some(at);
+            self.pos = at;
+        }
+        let start = self.start.unwrap_or(0);
+        for (i, &b) in buf.iter().enumerate().skip(self.pos) {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        self.reset();
+                        return Split::Value { start, end: i + 1 };
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.pos = buf.len();
+        if buf.len() - start > self.max {
+            Split::TooLarge
+        } else {
+            Split::Incomplete
+        }
+    }
+
+    fn reset(&mut self) {
+        *self = Splitter::new(self.max);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all(input: &[u8], step: usize) -> Vec<String> {
+        let mut sp = Splitter::new(1 << 20);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        for chunk in input.chunks(step) {
+            buf.extend_from_slice(chunk);
+            loop {
+                match sp.next(&buf) {
+                    Split::Value { start, end } => {
+                        out.push(String::from_utf8(buf[start..end].to_vec()).unwrap());
+                        buf.drain(..end);
+                    }
+                    Split::Garbage { skip } if skip > 0 => {
+                        out.push("<garbage>".into());
+                        buf.drain(..skip);
+                    }
+                    _ => break,
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn splits_lines_and_concatenation_byte_by_byte_too() {
+        let input = br#"{"a":"}\"{"} [1,[2]]
+{"b":{}}
+oops
+ {"c":1}"#;
+        let want = vec![
+            r#"{"a":"}\"{"}"#,
+            "[1,[2]]",
+            r#"{"b":{}}"#,
+            "<garbage>",
+            r#"{"c":1}"#,
+        ];
+        assert_eq!(all(input, input.len()), want);
+        assert_eq!(all(input, 1), want);
+        assert_eq!(all(input, 3), want);
+    }
+
+    #[test]
+    fn caps_an_endless_value() {
+        let mut sp = Splitter::new(8);
+        assert_eq!(sp.next(b"[1,2,3"), Split::Incomplete);
+        assert_eq!(sp.next(b"[1,2,3,4,5,6"), Split::TooLarge);
+        let mut sp = Splitter::new(8);
+        assert_eq!(sp.next(b"xxxxxxxxxxxxxxxx"), Split::TooLarge);
+    }
+}
