@@ -1,1 +1,7 @@
-fn main() {}
+//! The `rpcmux` command line.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -46,7 +46,7 @@ pub fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         let items: Vec<&RawValue> =
-            serde_json::from_slice(body).map_err(|e| RpcError::parse_error(e))?;
+            serde_json::from_slice(body).map_err(RpcError::parse_error)?;
         if items.is_empty() {
             return Err(RpcError::invalid_request("empty batch"));
         }
@@ -61,7 +61,7 @@ pub fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
         Err(_) => {
             // Slow path only on failure: is it bad JSON, or valid JSON that is no request?
             let tree: serde_json::Value =
-                serde_json::from_slice(body).map_err(|e| RpcError::parse_error(e))?;
+                serde_json::from_slice(body).map_err(RpcError::parse_error)?;
             Ok(Incoming::Single(Err(invalid_from_tree(&tree))))
         }
     }

@@ -82,7 +82,7 @@ pub fn parse_response(body: &[u8]) -> Result<Response, RpcError> {
         Some(e) => Err(RpcError {
             code: e.code,
             message: e.message,
-            data: e.data,
+            data: e.data.map(Box::new),
         }),
         None => Ok(w.result.unwrap_or(Value::Nil)),
     };

@@ -9,7 +9,8 @@ use std::fmt;
 pub struct RpcError {
     pub code: i64,
     pub message: String,
-    pub data: Option<Value>,
+    /// Boxed: errors are rare, and this keeps `Result<Value, RpcError>` small.
+    pub data: Option<Box<Value>>,
 }
 
 impl RpcError {
@@ -30,7 +31,7 @@ impl RpcError {
     }
 
     pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+        self.data = Some(Box::new(data));
         self
     }
 

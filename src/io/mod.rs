@@ -1,0 +1,10 @@
+//! Byte-stream adapters shared by the transports.
+
+mod rewind;
+
+pub use rewind::Rewind;
+
+/// Any stream a transport can run on: plain TCP, TLS, or one of those with
+/// sniffed bytes put back in front.
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Stream for T {}

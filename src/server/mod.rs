@@ -1,0 +1,119 @@
+//! The server: bound listeners, shared state, the accept loops and graceful shutdown.
+
+mod conn;
+pub(crate) use conn::ConnInfo;
+mod listener;
+
+use crate::config::{Config, Proto};
+use crate::events::EventHub;
+use crate::sniff::{self, Detected, Probes};
+use crate::verbs::VerbTable;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// State every connection task shares.
+pub struct Shared {
+    pub config: Config,
+    pub verbs: Arc<VerbTable>,
+    pub events: Arc<EventHub>,
+    pub probes: Probes,
+    /// One permit per open socket.
+    pub conns: Arc<Semaphore>,
+    /// One permit per connection still being sniffed.
+    pub sniffing: Arc<Semaphore>,
+    pub shutdown: CancellationToken,
+    pub next_conn: AtomicU64,
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    listeners: Vec<TcpListener>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Bind every `config.listen` address (port 0 picks a free port). The demo verbs
+    /// are added to `verbs` when `config.demo` is set.
+    pub async fn bind(config: Config, mut verbs: VerbTable) -> io::Result<Server> {
+        if config.demo {
+            crate::demo::register(&mut verbs);
+        }
+        let mut listeners = Vec::new();
+        for addr in &config.listen {
+            listeners.push(listener::bind(*addr, config.limits.backlog)?);
+        }
+        let probes = probes_for(&config.protocols);
+        let shared = Arc::new(Shared {
+            conns: Arc::new(Semaphore::new(config.limits.max_connections)),
+            sniffing: Arc::new(Semaphore::new(config.limits.max_sniffing)),
+            verbs: Arc::new(verbs),
+            events: Arc::new(EventHub::default()),
+            probes,
+            shutdown: CancellationToken::new(),
+            next_conn: AtomicU64::new(0),
+            config,
+        });
+        Ok(Server { listeners, shared })
+    }
+
+    /// The bound addresses, with the real ports.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
+    }
+
+    /// The hub verbs publish events to; embedders may publish too.
+    pub fn events(&self) -> Arc<EventHub> {
+        self.shared.events.clone()
+    }
+
+    /// Serve until `signal` completes; then stop accepting, let calls in flight finish
+    /// (up to the shutdown timeout), and return.
+    pub async fn run(self, signal: impl Future<Output = ()>) {
+        let tracker = TaskTracker::new();
+        for l in self.listeners {
+            tracker.spawn(listener::accept_loop(
+                l,
+                self.shared.clone(),
+                tracker.clone(),
+            ));
+        }
+        signal.await;
+        tracing::info!("shutting down: no new connections, finishing calls in flight");
+        self.shared.shutdown.cancel();
+        tracker.close();
+        let deadline = self.shared.config.limits.shutdown_timeout();
+        if tokio::time::timeout(deadline, tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                ?deadline,
+                "shutdown deadline passed with calls still in flight"
+            );
+        }
+    }
+}
+
+/// The probe table for the enabled protocols.
+fn probes_for(protocols: &[Proto]) -> Probes {
+    let mut p = Probes::new();
+    for proto in protocols {
+        p = match proto {
+            Proto::Http => p.with(Detected::Http, sniff::http),
+            Proto::JsonrpcTcp => p.with(Detected::JsonTcp, sniff::json),
+            Proto::Msgpack => p.with(Detected::Msgpack, sniff::msgpack_rpc),
+            Proto::Stomp => p,
+        };
+    }
+    p
+}

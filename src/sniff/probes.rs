@@ -1,0 +1,74 @@
+//! The application-protocol probes. Each looks only at the bytes given.
+
+use super::Probe;
+
+/// Longest HTTP method token we wait for before deciding it is not HTTP.
+const MAX_METHOD: usize = 16;
+
+/// HTTP/1.x: a request line starts with an upper-case method token and a space.
+/// Any such token matches (not just the known methods), so a garbage request line
+/// reaches the HTTP parser, which answers `400 Bad Request` instead of a silent close.
+/// STOMP commands are upper-case too but end in an EOL, not a space.
+pub fn http(p: &[u8]) -> Probe {
+    for (i, &b) in p.iter().enumerate() {
+        match b {
+            b'A'..=b'Z' | b'-' | b'_' if i < MAX_METHOD => {}
+            b' ' if i > 0 => return Probe::Match,
+            _ => return Probe::NoMatch,
+        }
+    }
+    Probe::NeedMore
+}
+
+/// JSON-RPC over raw TCP: the first non-whitespace byte opens an object or array.
+pub fn json(p: &[u8]) -> Probe {
+    match p.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{' | b'[') => Probe::Match,
+        Some(_) => Probe::NoMatch,
+        None => Probe::NeedMore,
+    }
+}
+
+/// MessagePack-RPC: a 4-element array whose type is 0 (request), or a 3-element
+/// array whose type is 2 (notification).
+pub fn msgpack_rpc(p: &[u8]) -> Probe {
+    match p {
+        [] => Probe::NeedMore,
+        [0x94 | 0x93] => Probe::NeedMore,
+        [0x94, 0x00, ..] | [0x93, 0x02, ..] => Probe::Match,
+        _ => Probe::NoMatch,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_tokens() {
+        assert_eq!(http(b"GET / HTTP/1.1"), Probe::Match);
+        assert_eq!(
+            http(b"BREW "),
+            Probe::Match,
+            "unknown methods still go to the HTTP parser"
+        );
+        assert_eq!(http(b"CONNECT\n"), Probe::NoMatch, "that is STOMP");
+        assert_eq!(http(b"CONNECT"), Probe::NeedMore);
+        assert_eq!(http(b" GET"), Probe::NoMatch);
+        assert_eq!(http(b"get "), Probe::NoMatch);
+        assert_eq!(http(b"ABCDEFGHIJKLMNOPQRSTUV "), Probe::NoMatch);
+    }
+
+    #[test]
+    fn msgpack_needs_type_byte() {
+        assert_eq!(msgpack_rpc(&[0x94]), Probe::NeedMore);
+        assert_eq!(msgpack_rpc(&[0x94, 0x00]), Probe::Match);
+        assert_eq!(msgpack_rpc(&[0x93, 0x02]), Probe::Match);
+        assert_eq!(
+            msgpack_rpc(&[0x94, 0x01]),
+            Probe::NoMatch,
+            "a response is not a client's first message"
+        );
+        assert_eq!(msgpack_rpc(&[0x92]), Probe::NoMatch);
+    }
+}

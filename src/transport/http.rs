@@ -1,0 +1,168 @@
+//! HTTP/1.x (hyper): RPC bodies routed by Content-Type, plus `GET /health`.
+//!
+//! `application/json`, `application/json-rpc` (jsonrpclib), or no Content-Type with
+//! a JSON body (tinyrpc sends none) are JSON-RPC. Errors that happen before a body
+//! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
+//! caller's protocol where one can be told.
+
+use crate::io::{Rewind, Stream};
+use crate::server::{ConnInfo, Shared};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rpcmux_value::RpcError;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+type Reply = Response<Full<Bytes>>;
+
+/// What a POST body is, by its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyKind {
+    Json,
+    /// No Content-Type: decided from the body's first byte.
+    Unlabelled,
+}
+
+fn body_kind(req: &Request<Incoming>) -> Result<BodyKind, String> {
+    let Some(ct) = req.headers().get(CONTENT_TYPE) else {
+        return Ok(BodyKind::Unlabelled);
+    };
+    let ct = ct
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
+    match ct.to_ascii_lowercase().as_str() {
+        "application/json" | "application/json-rpc" | "application/jsonrequest" => {
+            Ok(BodyKind::Json)
+        }
+        // curl -d labels everything form-urlencoded; judge such bodies by their bytes.
+        "" | "application/x-www-form-urlencoded" => Ok(BodyKind::Unlabelled),
+        other => Err(other.to_owned()),
+    }
+}
+
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let limits = &shared.config.limits;
+    let idle = limits.idle_timeout();
+    let svc_shared = shared.clone();
+    let svc_info = info.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let (shared, info) = (svc_shared.clone(), svc_info.clone());
+        async move { Ok::<_, Infallible>(route(req, &shared, &info).await) }
+    });
+    let conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        // Also bounds how long an idle keep-alive connection may wait for its next request.
+        .header_read_timeout(idle.min(Duration::from_secs(3600)))
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), service);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => {
+            if let Err(e) = r {
+                tracing::debug!(peer = %info.peer, error = %e, "http connection ended with an error");
+            }
+        }
+        _ = shared.shutdown.cancelled() => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+async fn route(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+    match (req.method(), req.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/health") => text(StatusCode::OK, "ok\n"),
+        (&Method::POST, _) => rpc(req, shared, info).await,
+        _ => {
+            let mut r = text(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "POST an RPC body, or GET /health\n",
+            );
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST, GET"));
+            r
+        }
+    }
+}
+
+async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+    let kind = match body_kind(&req) {
+        Ok(k) => k,
+        Err(ct) => {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &format!("unsupported Content-Type {ct:?}: use application/json or text/xml\n"),
+            )
+        }
+    };
+    let max = shared.config.limits.max_body;
+    let too_large = || {
+        let e = RpcError::invalid_request(format!("request body larger than {max} bytes"));
+        json(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            super::jsonrpc::error_body(&e),
+        )
+    };
+    let declared = req
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > max as u64) {
+        return too_large();
+    }
+    let body = match Limited::new(req.into_body(), max).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Err(e) => return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n")),
+    };
+    match kind {
+        BodyKind::Json | BodyKind::Unlabelled => json_rpc(&body, shared, info).await,
+    }
+}
+
+async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> Reply {
+    let incoming = match rpcmux_jsonrpc::parse(body) {
+        Ok(i) => i,
+        Err(e) => return json(StatusCode::OK, super::jsonrpc::error_body(&e)),
+    };
+    let ctx = info.call_context("jsonrpc-http", shared);
+    let parallel = shared.config.limits.max_in_flight;
+    let mut out = Vec::with_capacity(body.len() + 64);
+    if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, parallel, &mut out).await {
+        json(StatusCode::OK, out)
+    } else {
+        let mut r = Response::new(Full::new(Bytes::new()));
+        *r.status_mut() = StatusCode::NO_CONTENT;
+        r
+    }
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+    with_type(status, body.into(), "application/json")
+}
+
+fn text(status: StatusCode, body: &str) -> Reply {
+    with_type(
+        status,
+        Bytes::copy_from_slice(body.as_bytes()),
+        "text/plain; charset=utf-8",
+    )
+}
+
+fn with_type(status: StatusCode, body: Bytes, ctype: &'static str) -> Reply {
+    let mut r = Response::new(Full::new(body));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}

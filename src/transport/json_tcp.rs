@@ -1,0 +1,129 @@
+//! JSON-RPC 2.0 over raw TCP: requests arrive one per line or back to back; each
+//! response is one line. Replies may come out of order; the ids tell them apart.
+//! A value that is not valid JSON gets a -32700 line and the stream goes on after it;
+//! bytes that cannot start a value are skipped through the next newline; a value
+//! larger than the frame cap gets an error line and the connection is closed.
+
+use super::session::{self, Calls, Close, DriveOpts, Framer};
+use crate::events::Event;
+use crate::io::{Rewind, Stream};
+use crate::server::ConnInfo;
+use crate::server::Shared;
+use crate::verbs::{CallContext, Session, VerbTable};
+use bytes::{BufMut, BytesMut};
+use rpcmux_jsonrpc::{Split, Splitter};
+use rpcmux_value::RpcError;
+use std::sync::Arc;
+
+struct JsonTcp {
+    splitter: Splitter,
+    verbs: Arc<VerbTable>,
+    ctx: CallContext,
+    parallel: usize,
+    max_frame: usize,
+}
+
+impl Framer for JsonTcp {
+    /// The encoded reply line, or nothing for a notification.
+    type Done = Option<Vec<u8>>;
+
+    fn decode(
+        &mut self,
+        input: &mut BytesMut,
+        out: &mut BytesMut,
+        calls: &mut Calls<Self::Done>,
+        mut room: usize,
+    ) -> Result<(), Close> {
+        while room > 0 {
+            match self.splitter.next(input) {
+                Split::Value { start, end } => {
+                    let frame = input.split_to(end);
+                    match rpcmux_jsonrpc::parse(&frame[start..]) {
+                        Ok(incoming) => {
+                            let (verbs, ctx, parallel) =
+                                (self.verbs.clone(), self.ctx.clone(), self.parallel);
+                            calls.push(Box::pin(async move {
+                                let mut body = Vec::with_capacity(256);
+                                super::jsonrpc::answer(verbs, ctx, incoming, parallel, &mut body)
+                                    .await
+                                    .then_some(body)
+                            }));
+                            room -= 1;
+                        }
+                        Err(e) => line(out, &super::jsonrpc::error_body(&e)),
+                    }
+                }
+                Split::Garbage { skip } if skip > 0 => {
+                    let bad = input.split_to(skip);
+                    tracing::debug!(bytes = bad.len(), "skipping bytes that are not JSON");
+                    let e = RpcError::parse_error("expected a JSON object or array");
+                    line(out, &super::jsonrpc::error_body(&e));
+                }
+                Split::Garbage { .. } | Split::Incomplete => return Ok(()),
+                Split::TooLarge => {
+                    let e = RpcError::invalid_request(format!(
+                        "message larger than {} bytes",
+                        self.max_frame
+                    ));
+                    line(out, &super::jsonrpc::error_body(&e));
+                    input.clear();
+                    return Err(Close("frame too large".into()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+        if let Some(body) = done {
+            line(out, &body);
+        }
+    }
+
+    fn event(&mut self, event: &Event, out: &mut BytesMut) {
+        let mut body = Vec::with_capacity(128);
+        body.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+        let _ = serde_json::to_writer(&mut body, &event.name);
+        body.extend_from_slice(br#","params":"#);
+        let _ = serde_json::to_writer(&mut body, &event.params);
+        body.push(b'}');
+        line(out, &body);
+    }
+}
+
+fn line(out: &mut BytesMut, body: &[u8]) {
+    out.reserve(body.len() + 1);
+    out.put_slice(body);
+    out.put_u8(b'\n');
+}
+
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let limits = &shared.config.limits;
+    let (prefix, io) = io.into_parts();
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    let kill = tokio_util::sync::CancellationToken::new();
+    let mut ctx = info.call_context("jsonrpc-tcp", &shared);
+    ctx.session = Some(Session {
+        conn_id: info.id,
+        outbox: tx,
+        kill: kill.clone(),
+    });
+    let framer = JsonTcp {
+        splitter: Splitter::new(limits.max_frame),
+        verbs: shared.verbs.clone(),
+        ctx,
+        parallel: limits.max_in_flight,
+        max_frame: limits.max_frame,
+    };
+    let opts = DriveOpts {
+        max_in_flight: limits.max_in_flight,
+        max_out: session::MAX_OUT,
+        idle_timeout: limits.idle_timeout(),
+        shutdown: shared.shutdown.clone(),
+        kill,
+        peer: info.peer.to_string(),
+    };
+    let (rd, wr) = session::split(io);
+    session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
+    shared.events.drop_connection(info.id);
+}

@@ -1,0 +1,168 @@
+//! The driver shared by every stream protocol (raw-TCP JSON-RPC, msgpack-rpc, STOMP).
+//!
+//! One task per connection reads, decodes, runs calls concurrently, and writes
+//! replies as they complete (out of order; ids tell them apart), plus any server
+//! events the connection subscribed to. Everything is bounded: at most
+//! `max_in_flight` calls, at most `max_out` bytes of unsent output; past either the
+//! driver stops reading, so a client that floods or never reads gets backpressure
+//! instead of growing the server's memory (VDSM's queues were unbounded).
+
+use crate::events::Event;
+use bytes::{Buf, BytesMut};
+use futures_util::future::BoxFuture;
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Calls in flight on one connection.
+pub(crate) type Calls<D> = FuturesUnordered<BoxFuture<'static, D>>;
+
+/// Why a connection is being closed (logged by the driver).
+#[derive(Debug)]
+pub(crate) struct Close(pub String);
+
+/// A stream protocol's half of the driver.
+pub(crate) trait Framer: Send {
+    /// What a finished call yields (typically its encoded reply).
+    type Done: Send + 'static;
+
+    /// Decode complete messages from `input`, starting at most `room` calls into
+    /// `calls`; write immediate answers (protocol errors) into `out`. `Err` stops
+    /// reading: calls in flight finish, `out` is flushed, then the connection closes.
+    fn decode(
+        &mut self,
+        input: &mut BytesMut,
+        out: &mut BytesMut,
+        calls: &mut Calls<Self::Done>,
+        room: usize,
+    ) -> Result<(), Close>;
+
+    /// A call finished: write its reply.
+    fn reply(&mut self, done: Self::Done, out: &mut BytesMut);
+
+    /// A subscribed event arrived: write it as a notification.
+    fn event(&mut self, event: &Event, out: &mut BytesMut);
+
+    /// Called every [`Framer::tick_every`] (heart-beats); `Err` closes.
+    fn tick(&mut self, _idle_for: Duration, _out: &mut BytesMut) -> Result<(), Close> {
+        Ok(())
+    }
+
+    fn tick_every(&self) -> Option<Duration> {
+        None
+    }
+}
+
+pub(crate) struct DriveOpts {
+    pub max_in_flight: usize,
+    pub max_out: usize,
+    pub idle_timeout: Duration,
+    pub shutdown: CancellationToken,
+    /// Cancelled when the event hub drops this connection as too slow.
+    pub kill: CancellationToken,
+    pub peer: String,
+}
+
+/// Unsent output past which the driver stops reading and stops taking events.
+pub(crate) const MAX_OUT: usize = 4 << 20;
+
+/// Write some of `out`, or flush once it is all written (TLS buffers inside).
+async fn write_or_flush<W: AsyncWrite + Unpin>(
+    wr: &mut W,
+    out: &[u8],
+) -> std::io::Result<Option<usize>> {
+    if out.is_empty() {
+        wr.flush().await.map(|_| None)
+    } else {
+        wr.write(out).await.map(Some)
+    }
+}
+
+async fn next_event(rx: &mut mpsc::Receiver<Arc<Event>>) -> Option<Arc<Event>> {
+    rx.recv().await
+}
+
+pub(crate) async fn drive<R, W, F>(
+    mut rd: R,
+    mut wr: W,
+    mut input: BytesMut,
+    mut framer: F,
+    mut events: mpsc::Receiver<Arc<Event>>,
+    opts: DriveOpts,
+) where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+    F: Framer,
+{
+    let mut out = BytesMut::with_capacity(8 * 1024);
+    let mut calls: Calls<F::Done> = FuturesUnordered::new();
+    let mut reading = true;
+    let mut unflushed = false;
+    let idle = tokio::time::sleep(opts.idle_timeout);
+    tokio::pin!(idle);
+    let mut last_input = tokio::time::Instant::now();
+    let tick_every = framer.tick_every().unwrap_or(Duration::from_secs(3600));
+    let mut ticker = tokio::time::interval(tick_every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+
+    loop {
+        if reading && calls.len() < opts.max_in_flight && !input.is_empty() {
+            let room = opts.max_in_flight - calls.len();
+            if let Err(Close(why)) = framer.decode(&mut input, &mut out, &mut calls, room) {
+                tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
+                reading = false;
+            }
+        }
+        if !reading && calls.is_empty() && out.is_empty() && !unflushed {
+            break;
+        }
+        let can_read = reading && calls.len() < opts.max_in_flight && out.len() < opts.max_out;
+        tokio::select! {
+            biased;
+            _ = opts.kill.cancelled() => {
+                tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
+                break;
+            }
+            Some(done) = calls.next(), if !calls.is_empty() => framer.reply(done, &mut out),
+            r = write_or_flush(&mut wr, &out), if !out.is_empty() || unflushed => match r {
+                Ok(Some(n)) if n > 0 => { out.advance(n); unflushed = true; }
+                Ok(None) => unflushed = false,
+                _ => break,
+            },
+            Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => framer.event(&ev, &mut out),
+            r = rd.read_buf(&mut input), if can_read => match r {
+                Ok(0) => reading = false,
+                Ok(_) => {
+                    last_input = tokio::time::Instant::now();
+                    idle.as_mut().reset(last_input + opts.idle_timeout);
+                }
+                Err(e) => {
+                    tracing::debug!(peer = %opts.peer, error = %e, "read failed");
+                    break;
+                }
+            },
+            _ = opts.shutdown.cancelled(), if reading => reading = false,
+            _ = &mut idle, if reading && calls.is_empty() => {
+                tracing::info!(peer = %opts.peer, "idle timeout; closing");
+                reading = false;
+            }
+            _ = ticker.tick(), if reading && framer.tick_every().is_some() => {
+                if let Err(Close(why)) = framer.tick(last_input.elapsed(), &mut out) {
+                    tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
+                    reading = false;
+                }
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
+}
+
+/// Split any stream into read and write halves for [`drive`].
+pub(crate) fn split<S: crate::io::Stream>(
+    io: S,
+) -> (tokio::io::ReadHalf<S>, tokio::io::WriteHalf<S>) {
+    tokio::io::split(io)
+}

@@ -1,0 +1,45 @@
+//! What a verb knows about the call it serves.
+
+use crate::events::{Event, EventHub};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A bidirectional connection (raw-TCP JSON-RPC, msgpack-rpc, STOMP) that can
+/// receive server events: its bounded outbox and the token that drops it.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub conn_id: u64,
+    pub outbox: mpsc::Sender<Arc<Event>>,
+    pub kill: CancellationToken,
+}
+
+/// Per-call facts, cheap to clone.
+#[derive(Clone, Debug)]
+pub struct CallContext {
+    /// The protocol the call came in by ("jsonrpc-http", "jsonrpc-tcp", ...).
+    pub protocol: &'static str,
+    /// The client: the socket peer, or the address a trusted PROXY header gave.
+    pub peer: Option<SocketAddr>,
+    /// A correlation id when the transport carries one (STOMP `ovirtCorrelationId`).
+    pub flow_id: Option<String>,
+    /// The verified TLS client identity (certificate subject), when mutual TLS is on.
+    pub peer_identity: Option<Arc<str>>,
+    /// Set on connections that can receive events.
+    pub session: Option<Session>,
+    pub events: Arc<EventHub>,
+}
+
+impl CallContext {
+    pub fn new(protocol: &'static str, events: Arc<EventHub>) -> Self {
+        CallContext {
+            protocol,
+            peer: None,
+            flow_id: None,
+            peer_identity: None,
+            session: None,
+            events,
+        }
+    }
+}

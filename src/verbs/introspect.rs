@@ -1,0 +1,95 @@
+//! The built-in introspection verbs, as XML-RPC clients know them.
+
+use super::table::Reply;
+use super::{Args, CallContext, VerbTable};
+use rpcmux_value::{RpcError, Value};
+
+pub(super) fn register(t: &mut VerbTable) {
+    t.verb("system.listMethods")
+        .returns("array")
+        .help("List the names of every callable method.")
+        .builtin(list_methods);
+    t.verb("system.methodHelp")
+        .typed_param("method", "string", false)
+        .returns("string")
+        .help("Return the help text of a method.")
+        .builtin(method_help);
+    t.verb("system.methodSignature")
+        .typed_param("method", "string", false)
+        .returns("array")
+        .help("Return a method's signatures: [[return type, param types...]].")
+        .builtin(method_signature);
+}
+
+fn ready(r: Result<Value, RpcError>) -> Reply {
+    Box::pin(std::future::ready(r))
+}
+
+fn list_methods(t: &VerbTable, _: Args, _: CallContext) -> Reply {
+    ready(Ok(Value::Array(
+        t.names().into_iter().map(Value::from).collect(),
+    )))
+}
+
+fn target<'t>(t: &'t VerbTable, args: &mut Args) -> Result<&'t super::Verb, RpcError> {
+    let name: String = args.take(0)?;
+    t.get(&name)
+        .map(|v| &**v)
+        .ok_or_else(|| RpcError::method_not_found(&name))
+}
+
+fn method_help(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
+    ready(target(t, &mut args).map(|v| Value::from(v.help.clone())))
+}
+
+fn method_signature(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
+    ready(target(t, &mut args).map(|v| {
+        let mut sig = vec![Value::from(v.returns)];
+        sig.extend(v.params.iter().map(|p| Value::from(p.kind)));
+        Value::Array(vec![Value::Array(sig)])
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventHub;
+    use rpcmux_value::Params;
+    use std::sync::Arc;
+
+    #[test]
+    fn introspection_reads_the_table() {
+        let mut t = VerbTable::new();
+        t.verb("echo")
+            .typed_param("value", "any", false)
+            .returns("any")
+            .help("Return value.")
+            .handler(|mut a, _| async move { Ok(a.take_value(0)) });
+        let run = |m: &str, p: Vec<Value>| {
+            let ctx = CallContext::new("test", Arc::new(EventHub::default()));
+            futures_util::FutureExt::now_or_never(t.call(m, Params::Positional(p), ctx)).unwrap()
+        };
+        let list = run("system.listMethods", vec![]).unwrap();
+        assert!(list.as_array().unwrap().contains(&Value::from("echo")));
+        assert!(list
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("system.methodHelp")));
+        assert_eq!(
+            run("system.methodHelp", vec!["echo".into()]),
+            Ok("Return value.".into())
+        );
+        let sig = run("system.methodSignature", vec!["echo".into()]).unwrap();
+        assert_eq!(
+            sig,
+            Value::Array(vec![Value::Array(vec!["any".into(), "any".into()])])
+        );
+        assert_eq!(
+            run("system.methodHelp", vec!["nope".into()])
+                .unwrap_err()
+                .code,
+            -32601
+        );
+        assert_eq!(run("system.methodHelp", vec![]).unwrap_err().code, -32602);
+    }
+}
