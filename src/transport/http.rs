@@ -63,6 +63,8 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         // Also bounds how long an idle keep-alive connection may wait for its next request.
         .header_read_timeout(idle.min(Duration::from_secs(3600)))
         .keep_alive(true)
+        // Clients that half-close after sending (nc, some scripts) still get their reply.
+        .half_close(true)
         .serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     tokio::select! {
@@ -137,13 +139,19 @@ async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> Reply {
     };
     let ctx = info.call_context("jsonrpc-http", shared);
     let parallel = shared.config.limits.max_in_flight;
+    let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(body.len() + 64);
     if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, parallel, &mut out).await {
         json(StatusCode::OK, out)
-    } else {
+    } else if is_batch {
+        // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
         let mut r = Response::new(Full::new(Bytes::new()));
         *r.status_mut() = StatusCode::NO_CONTENT;
         r
+    } else {
+        // A single notification: 200 with an empty body, because jsonrpclib-pelix's
+        // `_notify` treats any other status (204 included) as a transport failure.
+        json(StatusCode::OK, Vec::new())
     }
 }
 

@@ -1,0 +1,214 @@
+//! Test harness: the real `rpcmux` binary on 127.0.0.1:0, raw sockets, and the real
+//! Python clients (from the venvs `scripts/setup-test-env` builds).
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `rpcmux serve`; killed on drop. Its stderr (the log) is collected.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    pub addrs: Vec<SocketAddr>,
+    log: Arc<Mutex<String>>,
+}
+
+impl Server {
+    /// `rpcmux serve --listen 127.0.0.1:0 <extra>`.
+    pub fn start(extra: &[&str]) -> Server {
+        let mut args = vec!["serve"];
+        if !extra.iter().any(|a| *a == "--listen" || *a == "--config") {
+            args.extend(["--listen", "127.0.0.1:0"]);
+        }
+        args.extend_from_slice(extra);
+        Self::spawn(&args)
+    }
+
+    pub fn spawn(args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+            .args(args)
+            .env("RUST_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start rpcmux");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut addrs = Vec::new();
+        let mut line = String::new();
+        // One "listening on" line per listener; the first non-matching line or EOF ends it.
+        let want = args.iter().filter(|a| **a == "--listen").count().max(1);
+        while addrs.len() < want {
+            line.clear();
+            if stdout.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!(
+                    "rpcmux exited before listening; log:\n{}",
+                    log.lock().unwrap()
+                );
+            }
+            let addr = line
+                .trim()
+                .strip_prefix("listening on ")
+                .unwrap_or_else(|| panic!("unexpected stdout line {line:?}"));
+            addrs.push(addr.parse().expect("address"));
+        }
+        Server {
+            child,
+            addr: addrs[0],
+            addrs,
+            log,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    pub fn port(&self) -> String {
+        self.addr.port().to_string()
+    }
+
+    pub fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Wait until the log contains `needle` (the server logs asynchronously).
+    pub fn wait_log(&self, needle: &str, within: Duration) -> bool {
+        let end = Instant::now() + within;
+        while Instant::now() < end {
+            if self.log().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    pub fn sigterm(&self) {
+        let pid = self.child.id().to_string();
+        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(ok.success());
+    }
+
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let end = Instant::now() + within;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s;
+            }
+            assert!(
+                Instant::now() < end,
+                "rpcmux did not exit within {within:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Connect with a read timeout so a hung server fails the test instead of hanging it.
+pub fn connect(addr: SocketAddr) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.set_nodelay(true).unwrap();
+    s
+}
+
+/// Send raw bytes, half-close, read everything until the server closes.
+pub fn exchange(addr: SocketAddr, request: &[u8]) -> Vec<u8> {
+    let mut s = connect(addr);
+    s.write_all(request).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// One HTTP/1.1 POST with `Connection: close`; returns (status, headers, body).
+pub fn http_post(addr: SocketAddr, ctype: Option<&str>, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut req = format!(
+        "POST /RPC2 HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(ct) = ctype {
+        req.push_str(&format!("Content-Type: {ct}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.extend_from_slice(body);
+    parse_http(&exchange(addr, &bytes))
+}
+
+/// Split a raw HTTP response (Content-Length framed) into status, head, body.
+pub fn parse_http(raw: &[u8]) -> (u16, String, Vec<u8>) {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let status = head[9..12].parse().expect("status code");
+    (status, head, raw[split + 4..].to_vec())
+}
+
+pub fn json(body: &[u8]) -> serde_json::Value {
+    serde_json::from_slice(body)
+        .unwrap_or_else(|e| panic!("bad JSON {e}: {:?}", String::from_utf8_lossy(body)))
+}
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The interpreter of a client venv: `$var`, else the venv `scripts/setup-test-env` builds.
+pub fn python(var: &str, venv: &str) -> PathBuf {
+    let p = std::env::var_os(var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".venvs").join(venv).join("bin/python"));
+    assert!(
+        p.exists(),
+        "{} not found: run scripts/setup-test-env (or set {var})",
+        p.display()
+    );
+    p
+}
+
+/// Run `tests/python/<script>` with the clients venv; panics with its output on failure.
+pub fn run_py(script: &str, args: &[&str]) -> String {
+    run_py_with(&python("RPCMUX_PY_CLIENTS", "clients"), script, args)
+}
+
+pub fn run_py_with(py: &PathBuf, script: &str, args: &[&str]) -> String {
+    let out: Output = Command::new(py)
+        .arg(repo().join("tests/python").join(script))
+        .args(args)
+        .output()
+        .expect("run python");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{script} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
