@@ -21,7 +21,7 @@ fn client_sending_one_byte_at_a_time_works_for_each_protocol() {
     let srv = Server::start(&[]);
     let http = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 40\r\nConnection: close\r\n\r\n{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}";
     for (req, want_prefix) in [
-        (&PING[..], &b"{\"jsonrpc\""[..]),
+        (PING, &b"{\"jsonrpc\""[..]),
         (&http[..], &b"HTTP/1.1 200"[..]),
     ] {
         let mut s = connect(srv.addr);

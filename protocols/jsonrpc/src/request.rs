@@ -45,8 +45,7 @@ struct Wire<'a> {
 pub fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
-        let items: Vec<&RawValue> =
-            serde_json::from_slice(body).map_err(RpcError::parse_error)?;
+        let items: Vec<&RawValue> = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
         if items.is_empty() {
             return Err(RpcError::invalid_request("empty batch"));
         }
