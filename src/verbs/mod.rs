@@ -7,6 +7,7 @@
 mod args;
 mod context;
 mod introspect;
+mod multicall;
 mod table;
 
 pub use args::Args;

@@ -55,6 +55,7 @@ impl VerbTable {
     pub fn new() -> Self {
         let mut t = VerbTable::default();
         super::introspect::register(&mut t);
+        super::multicall::register(&mut t);
         t
     }
 

@@ -1,0 +1,110 @@
+//! `system.multicall`: many calls in one request, as XML-RPC clients batch them
+//! (Python's `xmlrpc.client.MultiCall`). Calls run concurrently, at most
+//! [`PARALLEL`] at a time, and answer in order: a result as a one-element array,
+//! a failure as a `{faultCode, faultString}` struct in its place.
+
+use super::table::Reply;
+use super::{Args, CallContext, VerbTable};
+use futures_util::stream::{self, StreamExt};
+use rpcmux_value::{vstruct, Params, RpcError, Value};
+
+/// Concurrent calls per multicall.
+pub const PARALLEL: usize = 32;
+/// Calls per multicall; a bigger one is refused with invalid-params.
+pub const MAX_CALLS: usize = 10_000;
+
+pub(super) fn register(t: &mut VerbTable) {
+    t.verb("system.multicall")
+        .typed_param("calls", "array", false)
+        .returns("array")
+        .help("Run an array of {methodName, params} calls; return [result] or a fault struct for each, in order.")
+        .builtin(multicall);
+}
+
+fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
+    let calls: Vec<Value> = match args.take(0) {
+        Ok(c) => c,
+        Err(e) => return Box::pin(std::future::ready(Err(e))),
+    };
+    if calls.len() > MAX_CALLS {
+        let e = RpcError::invalid_params(format!("at most {MAX_CALLS} calls per multicall"));
+        return Box::pin(std::future::ready(Err(e)));
+    }
+    // Start every call now (each borrows the table only while starting), run them later.
+    let pending: Vec<Reply> = calls
+        .into_iter()
+        .map(|c| match split_call(c) {
+            Ok((method, _)) if method == "system.multicall" => Box::pin(std::future::ready(Err(
+                RpcError::invalid_request("system.multicall cannot be nested"),
+            ))) as Reply,
+            Ok((method, params)) => t.call(&method, Params::Positional(params), ctx.clone()),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        })
+        .collect();
+    Box::pin(async move {
+        let results: Vec<Value> = stream::iter(pending)
+            .buffered(PARALLEL)
+            .map(|r| match r {
+                Ok(v) => Value::Array(vec![v]),
+                Err(e) => vstruct! { "faultCode" => e.code.clamp(i32::MIN as i64, i32::MAX as i64), "faultString" => e.message },
+            })
+            .collect()
+            .await;
+        Ok(Value::Array(results))
+    })
+}
+
+fn split_call(call: Value) -> Result<(String, Vec<Value>), RpcError> {
+    let Value::Struct(mut m) = call else {
+        return Err(RpcError::invalid_params("each call must be a struct"));
+    };
+    let method = match m.swap_remove("methodName") {
+        Some(Value::String(s)) => s,
+        _ => return Err(RpcError::invalid_params("call without a methodName string")),
+    };
+    let params = match m.swap_remove("params") {
+        Some(Value::Array(a)) => a,
+        None => Vec::new(),
+        Some(_) => return Err(RpcError::invalid_params("params must be an array")),
+    };
+    Ok((method, params))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventHub;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn results_in_order_faults_in_place() {
+        let mut t = VerbTable::new();
+        t.verb("echo")
+            .param("v")
+            .handler(|mut a, _| async move { Ok(a.take_value(0)) });
+        t.verb("slow").handler(|_, _| async {
+            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+            Ok(Value::from("slow"))
+        });
+        let call =
+            |m: &str, p: Vec<Value>| vstruct! { "methodName" => m, "params" => Value::Array(p) };
+        let calls = Value::Array(vec![
+            call("slow", vec![]),
+            call("echo", vec![1.into()]),
+            call("nope", vec![]),
+            Value::from(3),
+            call("system.multicall", vec![]),
+        ]);
+        let ctx = CallContext::new("test", Arc::new(EventHub::default()));
+        let r = t
+            .call("system.multicall", Params::Positional(vec![calls]), ctx)
+            .await
+            .unwrap();
+        let r = r.as_array().unwrap();
+        assert_eq!(r[0], Value::Array(vec!["slow".into()]));
+        assert_eq!(r[1], Value::Array(vec![1.into()]));
+        assert_eq!(r[2].get("faultCode"), Some(&Value::Int(-32601)));
+        assert_eq!(r[3].get("faultCode"), Some(&Value::Int(-32602)));
+        assert_eq!(r[4].get("faultCode"), Some(&Value::Int(-32600)));
+    }
+}
