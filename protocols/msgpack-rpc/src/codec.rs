@@ -1,0 +1,92 @@
+//! The tokio-util codec: framed msgpack-rpc over a byte stream.
+
+use crate::error::CodecError;
+use crate::limits::Limits;
+use crate::message::{parse_message, Message};
+use crate::scan::{Scan, Scanner};
+use bytes::{Buf, BytesMut};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// Most extra capacity one `decode` call asks the read buffer to reserve. The scanner
+/// often knows a message needs megabytes more (a big str header); reserving all of it at
+/// once would let a peer make us allocate `max_message` per connection for the price of a
+/// header, so growth beyond this follows the bytes actually received.
+const MAX_RESERVE: usize = 64 * 1024;
+
+/// Incremental msgpack-rpc codec. Decoding keeps scan state between calls: a message that
+/// arrives in many small reads is walked once and parsed once, and caps are enforced before
+/// it is complete. Between `decode` calls the buffer may only grow at its end (as
+/// `FramedRead` does).
+///
+/// Decode errors are fatal for the stream (log and close); a framed but unusable request
+/// comes out as [`Message::Invalid`] instead, to be answered.
+#[derive(Debug, Default)]
+pub struct MsgpackRpcCodec {
+    limits: Limits,
+    scanner: Scanner,
+}
+
+impl MsgpackRpcCodec {
+    pub fn new(limits: Limits) -> Self {
+        MsgpackRpcCodec {
+            limits,
+            scanner: Scanner::default(),
+        }
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+}
+
+impl Decoder for MsgpackRpcCodec {
+    type Item = Message;
+    type Error = CodecError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Message>, CodecError> {
+        match self.scanner.scan(src, &self.limits) {
+            Ok(Scan::Incomplete { need }) => {
+                src.reserve(need.min(MAX_RESERVE));
+                Ok(None)
+            }
+            Ok(Scan::Complete(len)) => {
+                let msg = parse_message(&src[..len]);
+                src.advance(len);
+                msg.map(Some)
+            }
+            Err(e) => {
+                self.scanner.reset();
+                Err(e)
+            }
+        }
+    }
+
+    fn decode_eof(&mut self, src: &mut BytesMut) -> Result<Option<Message>, CodecError> {
+        match self.decode(src)? {
+            Some(msg) => Ok(Some(msg)),
+            None if src.is_empty() => Ok(None),
+            None => {
+                let buffered = src.len();
+                src.clear();
+                self.scanner.reset();
+                Err(CodecError::Truncated { buffered })
+            }
+        }
+    }
+}
+
+impl Encoder<&Message> for MsgpackRpcCodec {
+    type Error = CodecError;
+
+    fn encode(&mut self, msg: &Message, dst: &mut BytesMut) -> Result<(), CodecError> {
+        msg.encode(dst).map_err(CodecError::from)
+    }
+}
+
+impl Encoder<Message> for MsgpackRpcCodec {
+    type Error = CodecError;
+
+    fn encode(&mut self, msg: Message, dst: &mut BytesMut) -> Result<(), CodecError> {
+        msg.encode(dst).map_err(CodecError::from)
+    }
+}
