@@ -1,1 +1,44 @@
-//! placeholder
+//! XML-RPC wire format for rpcmux: `<methodCall>` / `<methodResponse>` / `<fault>`
+//! to and from [`rpcmux_value::Value`]. Pure: no sockets, no HTTP.
+//!
+//! Reading streams quick-xml events straight into `Value`s (no DOM), iteratively, under
+//! [`Limits`]. Writing appends to one caller-owned `Vec<u8>`.
+//!
+//! Types, both ways: `int`/`i4`, `i8`, `boolean`, `string` (and untyped
+//! `<value>text</value>`), `double`, `dateTime.iso8601`, `base64`, `struct` (member
+//! order kept), `array`, `nil`. On input also Apache's extension forms under any prefix:
+//! `ex:nil`, `ex:i1`, `ex:i2`, `ex:i8`, `ex:float`, `ex:biginteger`, `ex:bigdecimal`,
+//! `ex:dateTime` (not `ex:dom` / `ex:serializable`, which carry Java objects).
+//!
+//! Output: an int beyond 32 bits is written as `<i8>`; doubles in their shortest exact
+//! form, NaN/±infinity as Python writes them (`nan`, `inf`, `-inf`); strings escape
+//! `<`, `>`, `&`, and CR and other C0 controls as character references; a fault's
+//! code is clamped to 32 bits and its `data` is not sent (see `write.rs`).
+//!
+//! Security: any `<!DOCTYPE>` is refused, so no entity is ever declared or expanded
+//! (billion laughs and external entities cannot happen); only the five predefined
+//! entities and character references are decoded. Bodies must be UTF-8. Nesting depth,
+//! element count and string length are capped by [`Limits`]. No input panics.
+
+mod cursor;
+mod escape;
+mod limits;
+mod read;
+mod read_value;
+mod scalar;
+mod tag;
+mod unescape;
+mod write;
+
+pub use limits::Limits;
+pub use read::{parse_call, parse_response};
+pub use write::{write_call, write_fault, write_response, write_value};
+
+use rpcmux_value::Value;
+
+/// A parsed `<methodCall>`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MethodCall {
+    pub method: String,
+    pub params: Vec<Value>,
+}

@@ -1,0 +1,353 @@
+//! A thin layer over quick-xml's streaming reader: it yields only what XML-RPC cares
+//! about (open tag, close tag, decoded text, end), enforces the document-wide rules
+//! (UTF-8 only, no DTD, element count) and turns every failure into an [`RpcError`].
+//!
+//! Comments, processing instructions and the XML declaration are skipped wherever
+//! they appear. Text is decoded as it arrives: entities and character references are
+//! resolved, and line ends are normalized (`\r\n` and lone `\r` become `\n`), as XML
+//! requires and as Python's expat does; a `\r` written as `&#13;` survives.
+
+use crate::tag::Tag;
+use crate::unescape::unescape;
+use crate::Limits;
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use rpcmux_value::RpcError;
+use std::borrow::Cow;
+
+/// One token of the document, as the XML-RPC grammar sees it.
+pub(crate) enum Tok<'a> {
+    Open(Tag),
+    Close(Tag),
+    /// Character data (text or CDATA), already decoded.
+    Text(Cow<'a, str>),
+    Eof,
+}
+
+pub(crate) struct Cursor<'a> {
+    /// The whole body, already checked to be UTF-8.
+    doc: &'a str,
+    reader: Reader<&'a [u8]>,
+    limits: Limits,
+    elements: usize,
+    /// `<x/>` is reported as `Open(x)` then, on the next call, `Close(x)`.
+    pending_close: Option<Tag>,
+    /// The raw name of the last [`Tag::Other`] seen, so errors can name it.
+    other_name: String,
+}
+
+impl<'a> Cursor<'a> {
+    /// Check the body is UTF-8 (the only encoding accepted, BOM allowed) and start reading.
+    pub(crate) fn new(body: &'a [u8], limits: &Limits) -> Result<Self, RpcError> {
+        let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+        let text = std::str::from_utf8(body).map_err(|e| {
+            RpcError::parse_error(format_args!(
+                "body is not valid UTF-8 (at byte {})",
+                e.valid_up_to()
+            ))
+        })?;
+        let mut reader = Reader::from_str(text);
+        // The defaults already check that end tags match their start tags; say so, since
+        // the grammar below relies on it (a `Close(t)` always closes the last `Open(t)`).
+        reader.config_mut().check_end_names = true;
+        Ok(Cursor {
+            doc: text,
+            reader,
+            limits: *limits,
+            elements: 0,
+            pending_close: None,
+            other_name: String::new(),
+        })
+    }
+
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// The next token, whitespace included.
+    ///
+    /// The event is matched straight out of `read_event`'s result (no `map_err`, no
+    /// moved local) and the helpers are inlined: this is the parser's inner loop, and
+    /// copying each event around measurably slowed it (store-forwarding stalls).
+    #[inline(always)]
+    pub(crate) fn next(&mut self) -> Result<Tok<'a>, RpcError> {
+        if let Some(tag) = self.pending_close.take() {
+            return Ok(Tok::Close(tag));
+        }
+        loop {
+            return match self.reader.read_event() {
+                Ok(Event::Start(e)) => self.open(e.name().as_ref()).map(Tok::Open),
+                Ok(Event::Empty(e)) => {
+                    let tag = self.open(e.name().as_ref())?;
+                    self.pending_close = Some(tag);
+                    Ok(Tok::Open(tag))
+                }
+                Ok(Event::End(e)) => Ok(Tok::Close(Tag::from_name(e.name().as_ref()))),
+                Ok(Event::Text(e)) => self.text(e.into_inner(), true),
+                Ok(Event::CData(e)) => self.text(e.into_inner(), false),
+                // Refused before anything in it is read: no entity is ever declared, so
+                // none is ever expanded (billion laughs, external entities: impossible).
+                Ok(Event::DocType(_)) => Err(RpcError::parse_error(
+                    "DTDs are not allowed (<!DOCTYPE> and entity declarations are refused)",
+                )),
+                Ok(Event::Comment(_) | Event::PI(_) | Event::Decl(_)) => continue,
+                Ok(Event::Eof) => Ok(Tok::Eof),
+                Err(e) => Err(self.xml_error(e)),
+            };
+        }
+    }
+
+    #[cold]
+    fn xml_error(&self, e: quick_xml::Error) -> RpcError {
+        RpcError::parse_error(format_args!(
+            "{e} (at byte {})",
+            self.reader.error_position()
+        ))
+    }
+
+    #[inline]
+    fn open(&mut self, qname: &[u8]) -> Result<Tag, RpcError> {
+        self.elements += 1;
+        if self.elements > self.limits.max_elements {
+            return Err(self.too_many_elements());
+        }
+        let tag = Tag::from_name(qname);
+        if tag == Tag::Other {
+            self.other_name = String::from_utf8_lossy(qname).into_owned();
+        }
+        Ok(tag)
+    }
+
+    #[cold]
+    fn too_many_elements(&self) -> RpcError {
+        RpcError::invalid_request(format_args!(
+            "more than {} XML elements (limit max_elements)",
+            self.limits.max_elements
+        ))
+    }
+
+    #[inline(always)]
+    fn text(&self, raw: Cow<'a, [u8]>, escaped: bool) -> Result<Tok<'a>, RpcError> {
+        let raw = self.as_str(raw)?;
+        decode_text(raw, escaped).map(Tok::Text)
+    }
+
+    /// Text bytes from quick-xml back as `str`. They are a slice of `doc`, which was
+    /// validated once up front, so locating them in `doc` avoids checking the UTF-8 of
+    /// every text again (`str::get` still checks the slice falls on char boundaries).
+    #[inline(always)]
+    fn as_str(&self, raw: Cow<'a, [u8]>) -> Result<Cow<'a, str>, RpcError> {
+        let bad = |_| RpcError::parse_error("text is not valid UTF-8");
+        match raw {
+            Cow::Borrowed(b) => {
+                let start = (b.as_ptr() as usize).wrapping_sub(self.doc.as_ptr() as usize);
+                match self.doc.get(start..start.wrapping_add(b.len())) {
+                    Some(s) if s.as_ptr() == b.as_ptr() => Ok(Cow::Borrowed(s)),
+                    _ => std::str::from_utf8(b).map(Cow::Borrowed).map_err(bad),
+                }
+            }
+            Cow::Owned(v) => String::from_utf8(v)
+                .map(Cow::Owned)
+                .map_err(|e| bad(e.utf8_error())),
+        }
+    }
+
+    /// The next token that is not whitespace-only text. Other text here is misplaced.
+    pub(crate) fn next_markup(&mut self) -> Result<Tok<'a>, RpcError> {
+        loop {
+            match self.next()? {
+                Tok::Text(t) if is_xml_space(&t) => continue,
+                Tok::Text(_) => return Err(self.invalid("unexpected text between elements")),
+                tok => return Ok(tok),
+            }
+        }
+    }
+
+    pub(crate) fn expect_open(&mut self, want: Tag) -> Result<(), RpcError> {
+        match self.next_markup()? {
+            Tok::Open(t) if t == want => Ok(()),
+            tok => Err(self.unexpected(&tok, &format!("<{}>", want.name()))),
+        }
+    }
+
+    pub(crate) fn expect_close(&mut self, want: Tag) -> Result<(), RpcError> {
+        match self.next_markup()? {
+            Tok::Close(t) if t == want => Ok(()),
+            tok => Err(self.unexpected(&tok, &format!("</{}>", want.name()))),
+        }
+    }
+
+    /// Skip the prolog (declaration, comments, whitespace) and open the root element.
+    /// A wrong root is an invalid request; no root at all is not XML-RPC, a parse error.
+    pub(crate) fn expect_root(&mut self, want: Tag) -> Result<(), RpcError> {
+        loop {
+            return match self.next()? {
+                Tok::Open(t) if t == want => Ok(()),
+                Tok::Text(t) if is_xml_space(&t) => continue,
+                Tok::Text(_) => Err(RpcError::parse_error("text before the root element")),
+                Tok::Eof => Err(RpcError::parse_error("no root element")),
+                tok => Err(self.unexpected(&tok, &format!("<{}>", want.name()))),
+            };
+        }
+    }
+
+    /// After the root closed: only whitespace, comments and PIs may follow.
+    pub(crate) fn expect_eof(&mut self) -> Result<(), RpcError> {
+        loop {
+            return match self.next()? {
+                Tok::Eof => Ok(()),
+                Tok::Text(t) if is_xml_space(&t) => continue,
+                _ => Err(RpcError::parse_error(format_args!(
+                    "content after the root element (at byte {})",
+                    self.reader.buffer_position()
+                ))),
+            };
+        }
+    }
+
+    /// The text content of a text-only element whose open tag was just read, up to and
+    /// including its close tag. An empty element gives "".
+    pub(crate) fn read_text(&mut self, inside: Tag) -> Result<Cow<'a, str>, RpcError> {
+        let mut acc: Option<Cow<'a, str>> = None;
+        loop {
+            match self.next()? {
+                Tok::Text(t) => acc = Some(self.append_text(acc, t)?),
+                Tok::Close(t) if t == inside => return Ok(acc.unwrap_or(Cow::Borrowed(""))),
+                tok => {
+                    let what = format!("text or </{}>", inside.name());
+                    return Err(self.unexpected(&tok, &what));
+                }
+            }
+        }
+    }
+
+    /// Join a text piece to what came before (text split by a comment or CDATA),
+    /// enforcing the string limit on the decoded result.
+    pub(crate) fn append_text(
+        &self,
+        acc: Option<Cow<'a, str>>,
+        piece: Cow<'a, str>,
+    ) -> Result<Cow<'a, str>, RpcError> {
+        let joined = match acc {
+            None => piece,
+            Some(prev) => Cow::Owned(prev.into_owned() + &piece),
+        };
+        if joined.len() > self.limits.max_string {
+            return Err(RpcError::invalid_request(format_args!(
+                "a string of more than {} bytes (limit max_string)",
+                self.limits.max_string
+            )));
+        }
+        Ok(joined)
+    }
+
+    /// An invalid-request error that says where in the body it happened.
+    pub(crate) fn invalid(&self, msg: &str) -> RpcError {
+        RpcError::invalid_request(format_args!(
+            "{msg} (at byte {})",
+            self.reader.buffer_position()
+        ))
+    }
+
+    /// "expected X, found Y". Running out of document is malformed XML, so a parse error.
+    pub(crate) fn unexpected(&self, found: &Tok<'_>, expected: &str) -> RpcError {
+        let found = match found {
+            Tok::Open(Tag::Other) => format!("<{}>", self.other_name),
+            Tok::Open(t) => format!("<{}>", t.name()),
+            Tok::Close(Tag::Other) => "an unknown close tag".to_owned(),
+            Tok::Close(t) => format!("</{}>", t.name()),
+            Tok::Text(_) => "text".to_owned(),
+            Tok::Eof => {
+                return RpcError::parse_error(format_args!(
+                    "unexpected end of document, expected {expected}"
+                ))
+            }
+        };
+        self.invalid(&format!("expected {expected}, found {found}"))
+    }
+}
+
+/// XML's whitespace (not Unicode's): space, tab, newline, carriage return.
+pub(crate) fn is_xml_space(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+/// Normalize line ends and, for text (not CDATA), resolve `&...;` references.
+/// Stays borrowed in the common case of neither, decided by one scan.
+#[inline(always)]
+fn decode_text(raw: Cow<'_, str>, escaped: bool) -> Result<Cow<'_, str>, RpcError> {
+    if memchr::memchr2(b'\r', b'&', raw.as_bytes()).is_none() {
+        return Ok(raw);
+    }
+    decode_text_slow(raw, escaped)
+}
+
+fn decode_text_slow(raw: Cow<'_, str>, escaped: bool) -> Result<Cow<'_, str>, RpcError> {
+    let raw = if raw.contains('\r') {
+        Cow::Owned(normalize_newlines(&raw))
+    } else {
+        raw
+    };
+    if !escaped || !raw.contains('&') {
+        return Ok(raw);
+    }
+    let bad = |e| RpcError::parse_error(format_args!("bad text: {e}"));
+    match raw {
+        Cow::Borrowed(s) => unescape(s).map_err(bad),
+        Cow::Owned(s) => unescape(&s)
+            .map(|c| Cow::Owned(c.into_owned()))
+            .map_err(bad),
+    }
+}
+
+fn normalize_newlines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('\r') {
+        out.push_str(&rest[..i]);
+        out.push('\n');
+        rest = &rest[i + 1..];
+        if let Some(after) = rest.strip_prefix('\n') {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(doc: &str) -> Vec<String> {
+        let mut c = Cursor::new(doc.as_bytes(), &Limits::default()).unwrap();
+        let mut out = Vec::new();
+        loop {
+            match c.next().unwrap() {
+                Tok::Text(t) => out.push(t.into_owned()),
+                Tok::Eof => return out,
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn line_ends_are_normalized_but_char_ref_cr_survives() {
+        assert_eq!(texts("<a>x\r\ny\rz&#13;</a>"), ["x\ny\nz\r"]);
+        assert_eq!(texts("<a><![CDATA[<\r\n&amp;>]]></a>"), ["<\n&amp;>"]);
+    }
+
+    #[test]
+    fn empty_element_gives_open_then_close() {
+        let mut c = Cursor::new(b"<value/>", &Limits::default()).unwrap();
+        assert!(matches!(c.next().unwrap(), Tok::Open(Tag::Value)));
+        assert!(matches!(c.next().unwrap(), Tok::Close(Tag::Value)));
+        assert!(matches!(c.next().unwrap(), Tok::Eof));
+    }
+
+    #[test]
+    fn prefixed_names_match_on_local_part() {
+        let mut c = Cursor::new(b"<ex:nil/>", &Limits::default()).unwrap();
+        assert!(matches!(c.next().unwrap(), Tok::Open(Tag::Nil)));
+    }
+}

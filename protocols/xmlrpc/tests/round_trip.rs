@@ -1,0 +1,114 @@
+//! Property-style round trips: random values, written then read back, come out equal.
+//! (A small deterministic generator instead of proptest keeps the build light.)
+
+use rpcmux_value::{DateTime, Map, Value};
+use rpcmux_xmlrpc::{parse_call, parse_response, write_call, write_response, Limits};
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Characters that stress escaping and decoding: markup, entities-lookalikes, CR/LF,
+/// controls (NUL included), whitespace at the edges, multi-byte UTF-8, U+FFFE.
+const CHARS: &[char] = &[
+    'a', 'Z', '0', ' ', '<', '>', '&', ';', '#', '"', '\'', '\r', '\n', '\t', '\0', '\u{1}',
+    '\u{1b}', '\u{7f}', 'é', '☃', '𝄞', '\u{fffe}', ']', '/', '=',
+];
+
+fn string(rng: &mut Rng) -> String {
+    (0..rng.below(12))
+        .map(|_| CHARS[rng.below(CHARS.len())])
+        .collect()
+}
+
+fn value(rng: &mut Rng, depth: usize) -> Value {
+    let kinds = if depth == 0 { 7 } else { 9 };
+    match rng.below(kinds) {
+        0 => Value::Nil,
+        1 => Value::Bool(rng.next() & 1 == 1),
+        2 => match rng.below(3) {
+            0 => Value::Int(rng.next() as i64),
+            1 => Value::Int(rng.next() as i32 as i64),
+            _ => Value::Int(rng.below(100) as i64 - 50),
+        },
+        3 => {
+            let d = f64::from_bits(rng.next());
+            Value::Double(if d.is_nan() { 0.5 } else { d })
+        }
+        4 => Value::String(string(rng)),
+        5 => Value::Bytes((0..rng.below(80)).map(|_| rng.next() as u8).collect()),
+        6 => {
+            let secs = (rng.next() % 253_402_300_800) as i64; // year 1970..=9999
+            Value::DateTime(DateTime::from_unix(secs, 0).unwrap())
+        }
+        7 => Value::Array((0..rng.below(5)).map(|_| value(rng, depth - 1)).collect()),
+        _ => {
+            let mut m = Map::new();
+            for _ in 0..rng.below(5) {
+                m.insert(string(rng), value(rng, depth - 1));
+            }
+            Value::Struct(m)
+        }
+    }
+}
+
+#[test]
+fn random_values_round_trip_through_call_and_response() {
+    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let limits = Limits::default();
+    let mut out = Vec::new();
+    for i in 0..3000 {
+        let params: Vec<Value> = (0..rng.below(4)).map(|_| value(&mut rng, 4)).collect();
+        let method = format!("m.{i}");
+        out.clear();
+        write_call(&mut out, &method, &params);
+        let call = parse_call(&out, &limits)
+            .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&out)));
+        assert_eq!(call.method, method);
+        assert_eq!(call.params, params, "{}", String::from_utf8_lossy(&out));
+
+        let result = value(&mut rng, 4);
+        out.clear();
+        write_response(&mut out, &result);
+        assert_eq!(parse_response(&out, &limits).unwrap(), Ok(result));
+    }
+}
+
+#[test]
+fn doubles_keep_their_bits() {
+    let mut rng = Rng(7);
+    let mut out = Vec::new();
+    let specials = [
+        0.0,
+        -0.0,
+        f64::MIN_POSITIVE,
+        5e-324,
+        f64::MAX,
+        f64::INFINITY,
+        -f64::INFINITY,
+    ];
+    let randoms = (0..2000)
+        .map(|_| f64::from_bits(rng.next()))
+        .filter(|d| !d.is_nan());
+    for d in specials.into_iter().chain(randoms) {
+        out.clear();
+        write_response(&mut out, &Value::Double(d));
+        match parse_response(&out, &Limits::default()).unwrap() {
+            Ok(Value::Double(back)) => assert_eq!(back.to_bits(), d.to_bits(), "{d}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    out.clear();
+    write_response(&mut out, &Value::Double(f64::NAN));
+    let back = parse_response(&out, &Limits::default()).unwrap();
+    assert!(matches!(back, Ok(Value::Double(d)) if d.is_nan()));
+}
