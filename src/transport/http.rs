@@ -5,12 +5,15 @@
 //! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
 //! caller's protocol where one can be told.
 
+use super::http_encoding;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CONTENT_LENGTH, CONTENT_TYPE};
+use hyper::header::{
+    HeaderValue, ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, VARY,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rpcmux_value::RpcError;
@@ -24,6 +27,7 @@ type Reply = Response<Full<Bytes>>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BodyKind {
     Json,
+    Xml,
     /// No Content-Type: decided from the body's first byte.
     Unlabelled,
 }
@@ -44,6 +48,7 @@ fn body_kind(req: &Request<Incoming>) -> Result<BodyKind, String> {
             Ok(BodyKind::Json)
         }
         // curl -d labels everything form-urlencoded; judge such bodies by their bytes.
+        "text/xml" | "application/xml" => Ok(BodyKind::Xml),
         "" | "application/x-www-form-urlencoded" => Ok(BodyKind::Unlabelled),
         other => Err(other.to_owned()),
     }
@@ -107,56 +112,110 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         }
     };
     let max = shared.config.limits.max_body;
-    let too_large = || {
+    let too_large = |kind: BodyKind| {
         let e = RpcError::invalid_request(format!("request body larger than {max} bytes"));
-        json(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            super::jsonrpc::error_body(&e),
-        )
+        match kind {
+            BodyKind::Xml => xml(StatusCode::PAYLOAD_TOO_LARGE, super::xmlrpc::fault_body(&e)),
+            _ => json(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                super::jsonrpc::error_body(&e),
+            ),
+        }
     };
-    let declared = req
-        .headers()
+    let headers = req.headers();
+    let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
-        return too_large();
+        return too_large(kind);
     }
-    let body = match Limited::new(req.into_body(), max).collect().await {
+    let gzipped = match headers
+        .get(CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?"))
+    {
+        None | Some("identity") => false,
+        Some(v) if v.eq_ignore_ascii_case("gzip") || v.eq_ignore_ascii_case("x-gzip") => true,
+        Some(other) => {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &format!("unsupported Content-Encoding {other:?}: use gzip or none\n"),
+            )
+        }
+    };
+    let gzip_reply = headers
+        .get(ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(http_encoding::accepts_gzip);
+    let mut body = match Limited::new(req.into_body(), max).collect().await {
         Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(kind),
         Err(e) => return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n")),
     };
-    match kind {
-        BodyKind::Json | BodyKind::Unlabelled => json_rpc(&body, shared, info).await,
+    if gzipped {
+        body = match http_encoding::gunzip(&body, max) {
+            Ok(b) => b.into(),
+            Err(http_encoding::InflateError::TooLarge) => return too_large(kind),
+            Err(http_encoding::InflateError::Corrupt(e)) => {
+                return text(StatusCode::BAD_REQUEST, &format!("bad gzip body: {e}\n"))
+            }
+        };
     }
+    let kind = match kind {
+        BodyKind::Unlabelled if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<') => {
+            BodyKind::Xml
+        }
+        k => k,
+    };
+    let (status, ctype, out) = match kind {
+        BodyKind::Xml => (
+            StatusCode::OK,
+            "text/xml",
+            super::xmlrpc::answer(&body, shared, info).await,
+        ),
+        BodyKind::Json | BodyKind::Unlabelled => {
+            let (status, out) = json_rpc(&body, shared, info).await;
+            (status, "application/json", out)
+        }
+    };
+    if gzip_reply && out.len() >= http_encoding::GZIP_MIN {
+        let mut r = with_type(status, http_encoding::gzip(&out).into(), ctype);
+        let h = r.headers_mut();
+        h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        h.insert(VARY, HeaderValue::from_static("accept-encoding"));
+        return r;
+    }
+    with_type(status, out.into(), ctype)
 }
 
-async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> Reply {
+/// The status and body for a JSON-RPC request body.
+async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
     let incoming = match rpcmux_jsonrpc::parse(body) {
         Ok(i) => i,
-        Err(e) => return json(StatusCode::OK, super::jsonrpc::error_body(&e)),
+        Err(e) => return (StatusCode::OK, super::jsonrpc::error_body(&e)),
     };
     let ctx = info.call_context("jsonrpc-http", shared);
     let parallel = shared.config.limits.max_in_flight;
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(body.len() + 64);
     if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, parallel, &mut out).await {
-        json(StatusCode::OK, out)
+        (StatusCode::OK, out)
     } else if is_batch {
         // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
-        let mut r = Response::new(Full::new(Bytes::new()));
-        *r.status_mut() = StatusCode::NO_CONTENT;
-        r
+        (StatusCode::NO_CONTENT, Vec::new())
     } else {
         // A single notification: 200 with an empty body, because jsonrpclib-pelix's
         // `_notify` treats any other status (204 included) as a transport failure.
-        json(StatusCode::OK, Vec::new())
+        (StatusCode::OK, Vec::new())
     }
 }
 
 fn json(status: StatusCode, body: Vec<u8>) -> Reply {
     with_type(status, body.into(), "application/json")
+}
+
+fn xml(status: StatusCode, body: Vec<u8>) -> Reply {
+    with_type(status, body.into(), "text/xml")
 }
 
 fn text(status: StatusCode, body: &str) -> Reply {

@@ -1,6 +1,8 @@
 //! Framers: what runs on a connection once the sniffer has named its protocol.
 
 pub mod http;
+mod http_encoding;
 pub mod json_tcp;
 pub(crate) mod jsonrpc;
 pub(crate) mod session;
+pub(crate) mod xmlrpc;
