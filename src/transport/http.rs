@@ -28,6 +28,7 @@ type Reply = Response<Full<Bytes>>;
 enum BodyKind {
     Json,
     Xml,
+    Msgpack,
     /// No Content-Type: decided from the body's first byte.
     Unlabelled,
 }
@@ -49,6 +50,9 @@ fn body_kind(req: &Request<Incoming>) -> Result<BodyKind, String> {
         }
         // curl -d labels everything form-urlencoded; judge such bodies by their bytes.
         "text/xml" | "application/xml" => Ok(BodyKind::Xml),
+        "application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack" => {
+            Ok(BodyKind::Msgpack)
+        }
         "" | "application/x-www-form-urlencoded" => Ok(BodyKind::Unlabelled),
         other => Err(other.to_owned()),
     }
@@ -173,6 +177,10 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
             "text/xml",
             super::xmlrpc::answer(&body, shared, info).await,
         ),
+        BodyKind::Msgpack => match super::msgpack::answer_http(&body, shared, info).await {
+            Some(out) => (StatusCode::OK, "application/msgpack", out),
+            None => (StatusCode::NO_CONTENT, "application/msgpack", Vec::new()),
+        },
         BodyKind::Json | BodyKind::Unlabelled => {
             let (status, out) = json_rpc(&body, shared, info).await;
             (status, "application/json", out)

@@ -115,14 +115,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         parallel: limits.max_in_flight,
         max_frame: limits.max_frame,
     };
-    let opts = DriveOpts {
-        max_in_flight: limits.max_in_flight,
-        max_out: session::MAX_OUT,
-        idle_timeout: limits.idle_timeout(),
-        shutdown: shared.shutdown.clone(),
-        kill,
-        peer: info.peer.to_string(),
-    };
+    let opts = DriveOpts::new(&shared, &info, kill);
     let (rd, wr) = session::split(io);
     session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
     shared.events.drop_connection(info.id);

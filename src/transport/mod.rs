@@ -4,5 +4,6 @@ pub mod http;
 mod http_encoding;
 pub mod json_tcp;
 pub(crate) mod jsonrpc;
+pub(crate) mod msgpack;
 pub(crate) mod session;
 pub(crate) mod xmlrpc;

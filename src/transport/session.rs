@@ -46,11 +46,14 @@ pub(crate) trait Framer: Send {
     /// A subscribed event arrived: write it as a notification.
     fn event(&mut self, event: &Event, out: &mut BytesMut);
 
-    /// Called every [`Framer::tick_every`] (heart-beats); `Err` closes.
+    /// Called every [`Framer::tick_every`] (heart-beats); `Err` closes. `idle_for` is
+    /// how long ago the peer last sent a byte.
     fn tick(&mut self, _idle_for: Duration, _out: &mut BytesMut) -> Result<(), Close> {
         Ok(())
     }
 
+    /// Re-read after every event of the driver loop, so a framer can start ticking once
+    /// it knows its period (STOMP learns its heart-beats from CONNECT).
     fn tick_every(&self) -> Option<Duration> {
         None
     }
@@ -64,6 +67,25 @@ pub(crate) struct DriveOpts {
     /// Cancelled when the event hub drops this connection as too slow.
     pub kill: CancellationToken,
     pub peer: String,
+}
+
+impl DriveOpts {
+    /// The server's limits for one connection; `kill` is the event hub's drop switch.
+    pub(crate) fn new(
+        shared: &crate::server::Shared,
+        info: &crate::server::ConnInfo,
+        kill: CancellationToken,
+    ) -> Self {
+        let limits = &shared.config.limits;
+        DriveOpts {
+            max_in_flight: limits.max_in_flight,
+            max_out: MAX_OUT,
+            idle_timeout: limits.idle_timeout(),
+            shutdown: shared.shutdown.clone(),
+            kill,
+            peer: info.peer.to_string(),
+        }
+    }
 }
 
 /// Unsent output past which the driver stops reading and stops taking events.
@@ -104,9 +126,8 @@ pub(crate) async fn drive<R, W, F>(
     let idle = tokio::time::sleep(opts.idle_timeout);
     tokio::pin!(idle);
     let mut last_input = tokio::time::Instant::now();
-    let tick_every = framer.tick_every().unwrap_or(Duration::from_secs(3600));
-    let mut ticker = tokio::time::interval(tick_every);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut tick_every = framer.tick_every();
+    let mut ticker = ticker_for(tick_every);
 
     loop {
         if reading && calls.len() < opts.max_in_flight && !input.is_empty() {
@@ -118,6 +139,10 @@ pub(crate) async fn drive<R, W, F>(
         }
         if !reading && calls.is_empty() && out.is_empty() && !unflushed {
             break;
+        }
+        if framer.tick_every() != tick_every {
+            tick_every = framer.tick_every();
+            ticker = ticker_for(tick_every);
         }
         let can_read = reading && calls.len() < opts.max_in_flight && out.len() < opts.max_out;
         tokio::select! {
@@ -149,7 +174,7 @@ pub(crate) async fn drive<R, W, F>(
                 tracing::info!(peer = %opts.peer, "idle timeout; closing");
                 reading = false;
             }
-            _ = ticker.tick(), if reading && framer.tick_every().is_some() => {
+            _ = ticker.tick(), if reading && tick_every.is_some() => {
                 if let Err(Close(why)) = framer.tick(last_input.elapsed(), &mut out) {
                     tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
                     reading = false;
@@ -158,6 +183,14 @@ pub(crate) async fn drive<R, W, F>(
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
+}
+
+/// A ticker whose first tick is one period away (an hour when the framer has none).
+fn ticker_for(every: Option<Duration>) -> tokio::time::Interval {
+    let every = every.unwrap_or(Duration::from_secs(3600));
+    let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    t
 }
 
 /// Split any stream into read and write halves for [`drive`].
