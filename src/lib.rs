@@ -21,6 +21,8 @@
 //! # Ok(()) }
 //! ```
 
+pub mod bench;
+pub mod client;
 pub mod config;
 pub mod demo;
 pub mod events;

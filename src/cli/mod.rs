@@ -1,5 +1,7 @@
-//! `rpcmux serve` (and, later, `call` and `bench`).
+//! `rpcmux serve`, `call` and `bench`.
 
+mod bench;
+mod call;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -16,15 +18,23 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once at start-up and moved straight into its handler: size does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
     Serve(serve::ServeArgs),
+    /// Call one method and print the result (any protocol).
+    Call(call::CallArgs),
+    /// Load-test a server (any protocol): calls/s, latency percentiles, errors.
+    Bench(bench::BenchArgs),
 }
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Serve(args) => serve::run(args),
+        Command::Call(args) => call::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -1,0 +1,166 @@
+//! The load engine behind `rpcmux bench`: N connections, each with D calls in flight,
+//! for a fixed time, over any protocol the [client](crate::client) speaks.
+//!
+//! Every call is checked (an error reply, or a result other than the expected one,
+//! counts as an error), so a server that answers fast but wrong cannot win. Each of
+//! the N×D tasks keeps its own histogram and counts; they are merged at the end, so
+//! the hot path shares nothing but two relaxed counters for the progress line.
+
+mod payload;
+mod report;
+mod stats;
+
+pub use payload::Payload;
+pub use report::{Latency, Report, CSV_HEADER};
+pub use stats::{Counts, Outcome, Recorder};
+
+use crate::client::{Client, ClientError, ClientProto, ConnectOpts};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub proto: ClientProto,
+    pub addr: String,
+    pub connections: usize,
+    /// Calls in flight per connection (must be 1 for HTTP protocols).
+    pub pipeline: usize,
+    /// Measured time.
+    pub duration: Duration,
+    /// Time run before measuring starts (connections warm, caches filled).
+    pub warmup: Duration,
+    pub payload: Payload,
+    pub opts: ConnectOpts,
+}
+
+/// Live totals, for the progress line.
+#[derive(Default)]
+pub struct Progress {
+    pub calls: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+/// Run the bench. `on_tick` is called about once a second with the time since start,
+/// whether warmup is still on, and the calls and errors of that last second.
+pub async fn run(
+    cfg: &BenchConfig,
+    mut on_tick: impl FnMut(Duration, bool, u64, u64),
+) -> Result<Report, String> {
+    if cfg.connections == 0 || cfg.pipeline == 0 {
+        return Err("--connections and --pipeline must be at least 1".into());
+    }
+    if cfg.pipeline > 1 && !cfg.proto.pipelines() {
+        return Err(format!(
+            "{} (HTTP/1.1) carries one call at a time per connection: use --pipeline 1 and more --connections",
+            cfg.proto
+        ));
+    }
+    let clients = connect_all(cfg).await?;
+    let progress = Arc::new(Progress::default());
+    let start = Instant::now();
+    let measure_from = start + cfg.warmup;
+    let end = measure_from + cfg.duration;
+    let payload = Arc::new(cfg.payload.clone());
+    let mut tasks = Vec::with_capacity(cfg.connections * cfg.pipeline);
+    for client in &clients {
+        for _ in 0..cfg.pipeline {
+            tasks.push(tokio::spawn(worker(
+                client.clone(),
+                payload.clone(),
+                progress.clone(),
+                measure_from,
+                end,
+            )));
+        }
+    }
+    let mut ticker =
+        tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
+    let (mut last_calls, mut last_errors) = (0, 0);
+    while Instant::now() < end {
+        ticker.tick().await;
+        let now = Instant::now();
+        let calls = progress.calls.load(Ordering::Relaxed);
+        let errors = progress.errors.load(Ordering::Relaxed);
+        on_tick(
+            now - start,
+            now < measure_from,
+            calls - last_calls,
+            errors - last_errors,
+        );
+        (last_calls, last_errors) = (calls, errors);
+    }
+    let mut total = Recorder::new();
+    for t in tasks {
+        let rec = t.await.map_err(|e| format!("bench task failed: {e}"))?;
+        total.merge(&rec);
+    }
+    Ok(Report::new(cfg, &total, cfg.duration))
+}
+
+async fn connect_all(cfg: &BenchConfig) -> Result<Vec<Arc<Client>>, String> {
+    let mut clients = Vec::with_capacity(cfg.connections);
+    for i in 0..cfg.connections {
+        let c = Client::connect(cfg.proto, &cfg.addr, cfg.opts.clone())
+            .await
+            .map_err(|e| format!("connection {} of {}: {e}", i + 1, cfg.connections))?;
+        clients.push(Arc::new(c));
+    }
+    Ok(clients)
+}
+
+/// One call slot: call, check, record, repeat until `end`. Calls that start before
+/// `measure_from` (warmup) are not recorded. A lost connection ends the slot (the
+/// failure is counted once), so a dead server cannot spin up millions of instant errors.
+async fn worker(
+    client: Arc<Client>,
+    payload: Arc<Payload>,
+    progress: Arc<Progress>,
+    measure_from: Instant,
+    end: Instant,
+) -> Recorder {
+    let mut rec = Recorder::new();
+    loop {
+        let t0 = Instant::now();
+        if t0 >= end {
+            break;
+        }
+        let result = client.call_ref(&payload.method, &payload.params).await;
+        let latency = t0.elapsed();
+        let (outcome, fatal) = match &result {
+            Ok(Ok(v)) if payload.expect.as_ref().map_or(true, |e| e == v) => (Outcome::Ok, false),
+            Ok(Ok(_)) => (Outcome::WrongResult, false),
+            Ok(Err(_)) => (Outcome::ErrorReply, false),
+            Err(ClientError::Timeout(_)) => (Outcome::Transport, false),
+            Err(_) => (Outcome::Transport, true),
+        };
+        progress.calls.fetch_add(1, Ordering::Relaxed);
+        if outcome != Outcome::Ok {
+            progress.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        // A lost connection is reported even in warmup: the slot it ends never recovers.
+        if t0 >= measure_from || fatal {
+            rec.record(latency, outcome, || describe(&result));
+        }
+        if fatal {
+            break;
+        }
+    }
+    rec
+}
+
+fn describe(r: &Result<crate::client::Reply, ClientError>) -> String {
+    match r {
+        Ok(Ok(v)) => format!(
+            "wrong result: {}",
+            serde_json::to_string(v)
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect::<String>()
+        ),
+        Ok(Err(e)) => format!("error reply {}: {}", e.code, e.message),
+        Err(e) => e.to_string(),
+    }
+}

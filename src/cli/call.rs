@@ -1,0 +1,246 @@
+//! `rpcmux call`: one call over any protocol, like `vdsm-client Namespace method k=v`.
+//!
+//! Exit status: 0 with the result as pretty JSON on stdout; 1 on an error reply
+//! (`error CODE: MESSAGE` on stderr); 2 when there is no reply (cannot connect, timeout,
+//! connection lost, bad reply) or the command line is wrong.
+
+use clap::Args;
+use rpcmux::client::{Client, ClientProto, ConnectOpts};
+use rpcmux::{Map, Params, Value};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct CallArgs {
+    /// Protocol to speak.
+    #[arg(long, value_enum, default_value = "jsonrpc")]
+    proto: ClientProto,
+    /// Seconds to wait for the connection and for the reply.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    timeout: f64,
+    /// Read the params from a JSON file ('-' for stdin): an array (positional) or an
+    /// object (named).
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        conflicts_with = "args"
+    )]
+    file: Option<PathBuf>,
+    /// Server address, HOST:PORT (for HTTP protocols also http://HOST:PORT/PATH).
+    addr: String,
+    /// Method to call, e.g. `echo` or `VM.create`.
+    method: String,
+    /// Params: JSON literals (`5`, `true`, `[1,2]`, `{"a":1}`), anything else as a plain
+    /// string; or all as name=value for named params (`vmID=a memSize=1024`).
+    #[arg(value_name = "ARG | NAME=VALUE", allow_negative_numbers = true)]
+    args: Vec<String>,
+}
+
+pub fn run(a: CallArgs) -> ExitCode {
+    match prepare(&a) {
+        Ok((addr, opts, params)) => {
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(e) => return fail(&format!("cannot start runtime: {e}")),
+            };
+            rt.block_on(call(a.proto, &addr, opts, &a.method, params))
+        }
+        Err(e) => fail(&e),
+    }
+}
+
+async fn call(
+    proto: ClientProto,
+    addr: &str,
+    opts: ConnectOpts,
+    method: &str,
+    params: Params,
+) -> ExitCode {
+    let client = match Client::connect(proto, addr, opts).await {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    match client.call(method, params).await {
+        Ok(Ok(v)) => {
+            println!("{}", pretty(&v));
+            ExitCode::SUCCESS
+        }
+        Ok(Err(e)) => {
+            eprintln!("error {}: {}", e.code, e.message);
+            if let Some(data) = e.data {
+                eprintln!("{}", pretty(&data));
+            }
+            ExitCode::from(1)
+        }
+        Err(e) => fail(&e.to_string()),
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("rpcmux call: {msg}");
+    ExitCode::from(2)
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("<unprintable: {e}>"))
+}
+
+/// The address to dial, the options, and the params, from the command line.
+fn prepare(a: &CallArgs) -> Result<(String, ConnectOpts, Params), String> {
+    let timeout = Duration::try_from_secs_f64(a.timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "--timeout must be a positive number of seconds, not {}",
+                a.timeout
+            )
+        })?;
+    let mut opts = ConnectOpts {
+        timeout,
+        ..ConnectOpts::default()
+    };
+    let addr = match a.addr.strip_prefix("http://") {
+        Some(rest) => {
+            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if !path.is_empty() {
+                opts.http_path = Some(format!("/{path}"));
+            }
+            host.to_string()
+        }
+        None => a.addr.clone(),
+    };
+    let params = match &a.file {
+        Some(path) => params_from_json(&read_file(path)?)?,
+        None => params_from_args(&a.args)?,
+    };
+    Ok((addr, opts, params))
+}
+
+fn read_file(path: &PathBuf) -> Result<String, String> {
+    let mut text = String::new();
+    let r = if path.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).map(|_| ())
+    } else {
+        std::fs::read_to_string(path).map(|t| text = t)
+    };
+    r.map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(text)
+}
+
+/// A JSON array is positional params, an object named ones.
+fn params_from_json(text: &str) -> Result<Params, String> {
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Array(a)) => Ok(Params::Positional(a)),
+        Ok(Value::Struct(m)) => Ok(Params::Named(m)),
+        Ok(other) => Err(format!(
+            "params file must hold a JSON array or object, not {}",
+            other.type_name()
+        )),
+        Err(e) => Err(format!("params file is not JSON: {e}")),
+    }
+}
+
+/// `ARG...` as positional params, or `NAME=VALUE...` as named ones (not mixed).
+fn params_from_args(args: &[String]) -> Result<Params, String> {
+    let named: Vec<Option<(&str, &str)>> = args.iter().map(|a| split_named(a)).collect();
+    if named.iter().all(Option::is_none) {
+        return Ok(Params::Positional(
+            args.iter().map(|a| literal(a)).collect(),
+        ));
+    }
+    let mut map = Map::new();
+    for (arg, kv) in args.iter().zip(named) {
+        let (k, v) = kv.ok_or_else(|| {
+            format!("cannot mix positional {arg:?} with name=value params; use -f for JSON params")
+        })?;
+        map.insert(k.to_string(), literal(v));
+    }
+    Ok(Params::Named(map))
+}
+
+/// `name=value` when `name` looks like a parameter name (so `a=b` in a JSON string or
+/// a URL is not taken for one).
+fn split_named(arg: &str) -> Option<(&str, &str)> {
+    let (k, v) = arg.split_once('=')?;
+    let mut chars = k.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic() || first == '_')
+        .then_some(())
+        .filter(|_| chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.'))
+        .map(|_| (k, v))
+}
+
+/// A JSON literal, else the text itself as a string (`hello` → "hello", `5` → 5).
+fn literal(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::from(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn positional_literals_fall_back_to_strings() {
+        let p = params_from_args(&args(&[
+            "hello",
+            "5",
+            "true",
+            "[1,\"a\"]",
+            "\"5\"",
+            "-3",
+            "{oops",
+        ]))
+        .unwrap();
+        assert_eq!(
+            p,
+            Params::Positional(vec![
+                "hello".into(),
+                5.into(),
+                true.into(),
+                Value::Array(vec![1.into(), "a".into()]),
+                "5".into(),
+                (-3).into(),
+                "{oops".into(),
+            ])
+        );
+    }
+
+    #[test]
+    fn named_params_and_mixing_refused() {
+        let Params::Named(m) =
+            params_from_args(&args(&["vmID=a", "name=b", "memSize=1024"])).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(m.get("memSize"), Some(&Value::Int(1024)));
+        assert_eq!(m.get("vmID"), Some(&Value::from("a")));
+        assert!(params_from_args(&args(&["x=1", "2"])).is_err());
+        // '=' inside JSON or after a non-name is positional text.
+        assert!(matches!(
+            params_from_args(&args(&["{\"a\":\"b=c\"}", "http://x/?a=b"])).unwrap(),
+            Params::Positional(_)
+        ));
+    }
+
+    #[test]
+    fn json_file_params() {
+        assert!(matches!(params_from_json("[1]"), Ok(Params::Positional(v)) if v.len() == 1));
+        assert!(matches!(
+            params_from_json("{\"a\":1}"),
+            Ok(Params::Named(_))
+        ));
+        assert!(params_from_json("5").is_err());
+        assert!(params_from_json("[").is_err());
+    }
+}

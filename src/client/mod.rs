@@ -1,0 +1,236 @@
+//! One async client for every protocol rpcmux speaks, used by `rpcmux call`,
+//! `rpcmux bench` and the tests.
+//!
+//! ```no_run
+//! use rpcmux::client::{Client, ClientProto, ConnectOpts};
+//! use rpcmux::{Params, Value};
+//! # async fn run() -> Result<(), rpcmux::client::ClientError> {
+//! let client = Client::connect(ClientProto::JsonrpcTcp, "127.0.0.1:54321", ConnectOpts::default()).await?;
+//! match client.call("echo", Params::Positional(vec![Value::from("hi")])).await? {
+//!     Ok(v) => println!("{v:?}"),
+//!     Err(e) => eprintln!("error reply {}: {}", e.code, e.message),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Two shapes of transport sit behind [`Client`]:
+//! - HTTP (XML-RPC, JSON-RPC): one hyper HTTP/1.1 keep-alive connection; calls on it
+//!   take turns (HTTP/1.1 answers in order, so one connection carries one call at a
+//!   time; open more clients for more concurrency).
+//! - Streams (JSON-RPC over TCP, msgpack-rpc, STOMP): calls are pipelined: any number
+//!   may be in flight on one connection, each tagged with an id, replies matched by id
+//!   in whatever order they come.
+//!
+//! [`Client::over`] takes an already-open stream, so TLS (or anything else that is
+//! `AsyncRead + AsyncWrite`) slots in under every protocol unchanged.
+
+mod error;
+mod http;
+mod json;
+mod jsonrpc_tcp;
+mod msgpack;
+mod stomp;
+mod stream;
+mod xmlrpc;
+
+pub use error::ClientError;
+
+use rpcmux_value::{Params, RpcError, Value};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpStream;
+
+/// What a call returns when the server answered: its result or its error reply.
+pub type Reply = Result<Value, RpcError>;
+
+/// The wire protocols the client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum ClientProto {
+    /// XML-RPC over HTTP/1.1 (POST, text/xml).
+    Xmlrpc,
+    /// JSON-RPC 2.0 over HTTP/1.1 (POST, application/json).
+    Jsonrpc,
+    /// JSON-RPC 2.0 over raw TCP (one message per line), pipelined.
+    JsonrpcTcp,
+    /// MessagePack-RPC over raw TCP, pipelined.
+    Msgpack,
+    /// JSON-RPC 2.0 over STOMP 1.2 (SEND with reply-to, MESSAGE back), pipelined.
+    Stomp,
+}
+
+impl ClientProto {
+    pub const ALL: [ClientProto; 5] = [
+        ClientProto::Xmlrpc,
+        ClientProto::Jsonrpc,
+        ClientProto::JsonrpcTcp,
+        ClientProto::Msgpack,
+        ClientProto::Stomp,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientProto::Xmlrpc => "xmlrpc",
+            ClientProto::Jsonrpc => "jsonrpc",
+            ClientProto::JsonrpcTcp => "jsonrpc-tcp",
+            ClientProto::Msgpack => "msgpack",
+            ClientProto::Stomp => "stomp",
+        }
+    }
+
+    /// True when one connection can carry many calls at once.
+    pub fn pipelines(self) -> bool {
+        !matches!(self, ClientProto::Xmlrpc | ClientProto::Jsonrpc)
+    }
+
+    /// True when the protocol can carry parameters by name.
+    pub fn named_params(self) -> bool {
+        matches!(
+            self,
+            ClientProto::Jsonrpc | ClientProto::JsonrpcTcp | ClientProto::Stomp
+        )
+    }
+}
+
+impl std::fmt::Display for ClientProto {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// STOMP destinations; the defaults are VDSM's (and rpcmux's server defaults).
+#[derive(Debug, Clone)]
+pub struct StompOpts {
+    /// Where requests are SENT.
+    pub request_destination: String,
+    /// Subscribed to at connect, and named in each SEND's `reply-to`.
+    pub response_destination: String,
+}
+
+impl Default for StompOpts {
+    fn default() -> Self {
+        StompOpts {
+            request_destination: "jms.topic.vdsm_requests".into(),
+            response_destination: "jms.topic.vdsm_responses".into(),
+        }
+    }
+}
+
+/// How to connect and how long to wait.
+#[derive(Debug, Clone)]
+pub struct ConnectOpts {
+    /// Limit on connecting (and the protocol handshake), and on each call.
+    pub timeout: Duration,
+    /// HTTP request path; `None` uses `/RPC2` for XML-RPC (what Python clients use) and `/`.
+    pub http_path: Option<String>,
+    /// Largest reply accepted, in bytes.
+    pub max_reply: usize,
+    pub stomp: StompOpts,
+}
+
+impl Default for ConnectOpts {
+    fn default() -> Self {
+        ConnectOpts {
+            timeout: Duration::from_secs(30),
+            http_path: None,
+            max_reply: 64 << 20,
+            stomp: StompOpts::default(),
+        }
+    }
+}
+
+/// Anything a protocol can run over: a TCP stream, a TLS stream, an in-memory duplex.
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+
+/// A connection to one server, speaking one protocol. `call` takes `&self`: share the
+/// client (an `Arc`) between tasks to run calls concurrently.
+pub struct Client {
+    proto: ClientProto,
+    timeout: Duration,
+    inner: Inner,
+}
+
+enum Inner {
+    Http(http::HttpClient),
+    Stream(stream::StreamClient),
+}
+
+impl Client {
+    /// Open a TCP connection to `addr` (`host:port`) and start `proto` on it.
+    pub async fn connect(
+        proto: ClientProto,
+        addr: &str,
+        opts: ConnectOpts,
+    ) -> Result<Client, ClientError> {
+        let tcp = tokio::time::timeout(opts.timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ClientError::Connect(format!("{addr}: timed out")))?
+            .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
+        // Calls are small request/reply messages: never hold one back waiting for more.
+        tcp.set_nodelay(true)
+            .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
+        Client::over(proto, tcp, addr, opts).await
+    }
+
+    /// Start `proto` over an open stream (plain TCP, TLS, ...). `host` names the server
+    /// for the HTTP `Host` header and the STOMP `host` header.
+    pub async fn over<S: Io>(
+        proto: ClientProto,
+        io: S,
+        host: &str,
+        opts: ConnectOpts,
+    ) -> Result<Client, ClientError> {
+        let timeout = opts.timeout;
+        let start = async {
+            Ok::<_, ClientError>(match proto {
+                ClientProto::Xmlrpc | ClientProto::Jsonrpc => {
+                    Inner::Http(http::HttpClient::start(proto, io, host, &opts).await?)
+                }
+                ClientProto::JsonrpcTcp => Inner::Stream(jsonrpc_tcp::start(io, &opts)),
+                ClientProto::Stomp => Inner::Stream(stomp::start(io, host, &opts).await?),
+                ClientProto::Msgpack => Inner::Stream(msgpack::start(io, &opts)),
+            })
+        };
+        let inner = tokio::time::timeout(timeout, start)
+            .await
+            .map_err(|_| ClientError::Connect(format!("{proto} handshake timed out")))??;
+        Ok(Client {
+            proto,
+            timeout,
+            inner,
+        })
+    }
+
+    pub fn proto(&self) -> ClientProto {
+        self.proto
+    }
+
+    /// Call `method`. `Ok(Ok(v))` is a result, `Ok(Err(e))` an error reply from the
+    /// server, `Err(_)` a call that got no reply (see [`ClientError`]).
+    pub async fn call(&self, method: &str, params: Params) -> Result<Reply, ClientError> {
+        self.call_ref(method, &params).await
+    }
+
+    /// [`Client::call`] without giving up the params: a load generator sends the same
+    /// ones over and over, and cloning a large struct per call would load the client.
+    pub async fn call_ref(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+        if let Params::Named(_) = params {
+            if !self.proto.named_params() {
+                return Err(ClientError::Unsupported(format!(
+                    "{} carries parameters by position only; pass them in order",
+                    self.proto
+                )));
+            }
+        }
+        let call = async {
+            match &self.inner {
+                Inner::Http(h) => h.call(method, params).await,
+                Inner::Stream(s) => s.call(method, params).await,
+            }
+        };
+        tokio::time::timeout(self.timeout, call)
+            .await
+            .map_err(|_| ClientError::Timeout(self.timeout))?
+    }
+}

@@ -1,0 +1,326 @@
+//! `rpcmux call` and `rpcmux bench` against the real server, over every protocol the
+//! client speaks: results, error replies (exit 1), no reply (exit 2), named and
+//! positional params, params from stdin, and short bench runs that must be error-free.
+
+mod common;
+
+use common::Server;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+/// Every protocol the client and the server both speak.
+const PROTOS: &[&str] = &["xmlrpc", "jsonrpc", "jsonrpc-tcp", "msgpack"];
+/// Those that carry params by name.
+const NAMED: &[&str] = &["jsonrpc", "jsonrpc-tcp"];
+
+/// HTTP/1.1 carries one call at a time per connection: no pipelining.
+fn is_http(proto: &str) -> bool {
+    matches!(proto, "xmlrpc" | "jsonrpc")
+}
+
+fn rpcmux(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rpcmux");
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+fn call(srv: &Server, proto: &str, rest: &[&str]) -> Output {
+    let addr = srv.addr.to_string();
+    let mut args = vec!["call", "--proto", proto, "--timeout", "20", &addr];
+    args.extend_from_slice(rest);
+    rpcmux(&args, None)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// The JSON result a successful call printed.
+fn result(out: &Output, what: &str) -> serde_json::Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{what}: stdout {:?} stderr {:?}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
+    common::json(&out.stdout)
+}
+
+#[test]
+fn call_prints_results_over_every_protocol() {
+    let srv = Server::start(&[]);
+    for &p in PROTOS {
+        let out = call(&srv, p, &["echo", "hello"]);
+        assert_eq!(result(&out, p), serde_json::json!("hello"), "{p}");
+        let out = call(&srv, p, &["echo", "5"]);
+        assert_eq!(result(&out, p), serde_json::json!(5), "{p}");
+        let out = call(&srv, p, &["echo", r#"{"a":[1,true,null],"b":"x"}"#]);
+        assert_eq!(
+            result(&out, p),
+            serde_json::json!({"a": [1, true, null], "b": "x"}),
+            "{p}"
+        );
+        // Pretty-printed: one member per line.
+        assert!(text(&out.stdout).contains("\n  \"b\": \"x\""), "{p}");
+        let id = format!("pos-{p}");
+        let out = call(&srv, p, &["VM.create", &id, "name", "512"]);
+        assert_eq!(result(&out, p)["memSize"], 512, "{p}");
+    }
+}
+
+#[test]
+fn call_named_params_and_params_from_stdin() {
+    let srv = Server::start(&[]);
+    let addr = srv.addr.to_string();
+    for &p in NAMED {
+        let id = format!("vm-{p}");
+        let vm = format!("vmID={id}");
+        let out = call(&srv, p, &["VM.create", &vm, "name=b", "memSize=1024"]);
+        let r = result(&out, p);
+        assert_eq!(
+            (r["vmId"].as_str(), r["memSize"].as_i64()),
+            (Some(&*id), Some(1024))
+        );
+        let body = format!(r#"{{"vmID": "{id}"}}"#);
+        let out = rpcmux(
+            &["call", "--proto", p, "-f", "-", &addr, "VM.getStats"],
+            Some(&body),
+        );
+        assert_eq!(result(&out, p)["vmName"], "b", "{p}");
+    }
+    for &p in PROTOS {
+        let out = rpcmux(
+            &["call", "--proto", p, "-f", "-", &addr, "echo"],
+            Some(r#"[["x", 2.5]]"#),
+        );
+        assert_eq!(result(&out, p), serde_json::json!(["x", 2.5]), "{p}");
+    }
+}
+
+#[test]
+fn error_reply_exits_1_with_the_message() {
+    let srv = Server::start(&[]);
+    for &p in PROTOS {
+        let out = call(&srv, p, &["no.such.verb"]);
+        assert_eq!(out.status.code(), Some(1), "{p}: {}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{p}");
+        let err = text(&out.stderr);
+        assert!(err.starts_with("error -32601: "), "{p}: {err}");
+        assert!(err.contains("no.such.verb"), "{p}: {err}");
+        // A domain error keeps its own code.
+        let out = call(&srv, p, &["VM.getStats", "missing"]);
+        assert_eq!(out.status.code(), Some(1), "{p}");
+        assert!(
+            text(&out.stderr).starts_with("error 1: "),
+            "{p}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn no_reply_exits_2() {
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dead = format!("127.0.0.1:{port}");
+    for &p in PROTOS {
+        let out = rpcmux(&["call", "--proto", p, &dead, "ping"], None);
+        assert_eq!(out.status.code(), Some(2), "{p}");
+        assert!(
+            text(&out.stderr).contains("cannot connect"),
+            "{p}: {}",
+            text(&out.stderr)
+        );
+    }
+    let srv = Server::start(&[]);
+    let addr = srv.addr.to_string();
+    for &p in PROTOS {
+        let out = rpcmux(
+            &[
+                "call",
+                "--proto",
+                p,
+                "--timeout",
+                "0.3",
+                &addr,
+                "sleep",
+                "3000",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{p}");
+        assert!(
+            text(&out.stderr).contains("no reply within"),
+            "{p}: {}",
+            text(&out.stderr)
+        );
+    }
+    // Mixing positional and named params is a usage error, not a call.
+    let out = call(&srv, "jsonrpc", &["VM.create", "a", "name=b"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+fn bench_json(srv: &Server, proto: &str, extra: &[&str]) -> serde_json::Value {
+    let addr = srv.addr.to_string();
+    let mut args = vec![
+        "bench",
+        "--proto",
+        proto,
+        "--duration",
+        "1",
+        "--warmup",
+        "0.2",
+        "--json",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    args.push(&addr);
+    let out = rpcmux(&args, None);
+    assert_eq!(out.status.code(), Some(0), "{proto}: {}", text(&out.stderr));
+    common::json(&out.stdout)
+}
+
+#[test]
+fn short_bench_per_protocol_is_error_free() {
+    let srv = Server::start(&[]);
+    for &p in PROTOS {
+        let pipe: &[&str] = if is_http(p) {
+            &["--connections", "2"]
+        } else {
+            &["--connections", "2", "--pipeline", "4"]
+        };
+        for payload in ["ping", "musicentry"] {
+            let mut extra = pipe.to_vec();
+            extra.extend(["--payload", payload]);
+            let r = bench_json(&srv, p, &extra);
+            let what = format!("{p} {payload}: {r}");
+            assert!(r["calls"].as_u64().unwrap() > 0, "{what}");
+            assert!(r["calls_per_sec"].as_f64().unwrap() > 0.0, "{what}");
+            assert_eq!(r["errors"], 0, "{what}");
+            assert_eq!(r["proto"], p);
+            let lat = &r["latency_ms"];
+            assert!(lat["p50"].as_f64().unwrap() > 0.0, "{what}");
+            assert!(lat["p50"].as_f64() <= lat["p99"].as_f64(), "{what}");
+            assert!(lat["p99"].as_f64() <= lat["max"].as_f64(), "{what}");
+        }
+    }
+}
+
+#[test]
+fn bench_counts_error_replies_and_wrong_results() {
+    let srv = Server::start(&[]);
+    let dir = std::env::temp_dir().join(format!("rpcmux-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // An unknown method: every call is an error reply.
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"jsonrpc":"2.0","method":"no.such","params":[],"id":1}"#,
+    )
+    .unwrap();
+    let r = bench_json(&srv, "jsonrpc-tcp", &["--payload", bad.to_str().unwrap()]);
+    assert!(r["errors"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["errors"], r["calls"], "{r}");
+    assert_eq!(r["error_replies"], r["calls"], "{r}");
+    assert!(r["first_error"].as_str().unwrap().contains("-32601"), "{r}");
+    // A call with no expected result counts any result as fine.
+    let any = dir.join("any.json");
+    std::fs::write(&any, r#"{"method":"sleep","params":[0]}"#).unwrap();
+    let r = bench_json(&srv, "msgpack", &["--payload", any.to_str().unwrap()]);
+    assert_eq!(r["errors"], 0, "sleep has no expected result: {r}");
+    let echo = dir.join("echo.json");
+    std::fs::write(&echo, r#"[1, {"k": "v"}]"#).unwrap();
+    let r = bench_json(&srv, "jsonrpc", &["--payload", echo.to_str().unwrap()]);
+    assert_eq!(r["errors"], 0, "{r}");
+    assert_eq!(r["payload"], "echo.json");
+    // Pipelining over HTTP/1.1 is refused before the run.
+    let out = rpcmux(
+        &[
+            "bench",
+            "--proto",
+            "jsonrpc",
+            "--pipeline",
+            "4",
+            "-d",
+            "1",
+            &srv.addr.to_string(),
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bench_csv_has_a_header_and_one_row() {
+    let srv = Server::start(&[]);
+    let addr = srv.addr.to_string();
+    let out = rpcmux(
+        &[
+            "bench",
+            "--proto",
+            "jsonrpc-tcp",
+            "-d",
+            "1",
+            "--warmup",
+            "0",
+            "--csv",
+            &addr,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{stdout}");
+    assert_eq!(lines[0].split(',').count(), lines[1].split(',').count());
+    assert!(lines[0].starts_with("proto,addr,payload,"));
+    assert!(lines[1].starts_with("jsonrpc-tcp,"));
+    // The progress lines went to stderr, once a second.
+    assert!(
+        text(&out.stderr).contains("calls/s"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn bench_counts_a_wrong_result_as_an_error() {
+    use rpcmux::bench::{self, BenchConfig, Payload};
+    use rpcmux::client::{ClientProto, ConnectOpts};
+    use std::time::Duration;
+
+    let srv = Server::start(&[]);
+    let mut payload = Payload::echo("wrong", 1.into());
+    payload.expect = Some(2.into());
+    let cfg = BenchConfig {
+        proto: ClientProto::JsonrpcTcp,
+        addr: srv.addr.to_string(),
+        connections: 1,
+        pipeline: 2,
+        duration: Duration::from_millis(300),
+        warmup: Duration::ZERO,
+        payload,
+        opts: ConnectOpts::default(),
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
+    assert!(r.calls > 0);
+    assert_eq!((r.wrong_results, r.errors), (r.calls, r.calls), "{r:?}");
+    assert!(r.first_error.unwrap().starts_with("wrong result: 1"));
+}
