@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// Protocols a listener can detect. A listener with fewer enabled sniffs fewer probes.
@@ -88,6 +89,69 @@ pub struct Config {
     /// Protocols the sniffer looks for.
     pub protocols: Vec<Proto>,
     pub limits: Limits,
+    /// TLS on the same port (`[tls]`).
+    pub tls: TlsConfig,
+    /// Networks (CIDR) whose connections may start with a PROXY v1/v2 header, i.e. the
+    /// load balancers in front of this server. Anyone else sending one is refused.
+    pub proxy_from: Vec<ipnet::IpNet>,
+}
+
+/// What a listener does with TLS and plaintext clients (both are told apart by the
+/// first byte, so one port serves both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TlsMode {
+    /// Plaintext only: a TLS ClientHello is closed and logged.
+    Off,
+    /// TLS and plaintext side by side.
+    Optional,
+    /// TLS only: a plaintext connection is closed and logged.
+    Required,
+}
+
+/// TLS settings. With `client_ca` set every TLS client must present a certificate
+/// that chains to it (mutual TLS); plaintext clients, where `mode` lets them in,
+/// have no identity.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, leaf first.
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// PEM CA certificate(s) that client certificates must chain to.
+    pub client_ca: Option<PathBuf>,
+    /// Unset: `optional` when a certificate is given, else `off`.
+    pub mode: Option<TlsMode>,
+    /// Seconds a TLS handshake may take; separate from the sniff deadline, since a
+    /// handshake costs round trips and CPU the first bytes do not.
+    pub handshake_timeout: f64,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            cert: None,
+            key: None,
+            client_ca: None,
+            mode: None,
+            handshake_timeout: 10.0,
+        }
+    }
+}
+
+impl TlsConfig {
+    /// The mode in force: as set, else `optional` when a certificate is given.
+    pub fn mode(&self) -> TlsMode {
+        match (self.mode, &self.cert) {
+            (Some(m), _) => m,
+            (None, Some(_)) => TlsMode::Optional,
+            (None, None) => TlsMode::Off,
+        }
+    }
+    pub fn handshake_timeout(&self) -> Duration {
+        secs(self.handshake_timeout)
+    }
 }
 
 impl Default for Config {
@@ -97,6 +161,8 @@ impl Default for Config {
             demo: true,
             protocols: Proto::ALL.to_vec(),
             limits: Limits::default(),
+            tls: TlsConfig::default(),
+            proxy_from: Vec::new(),
         }
     }
 }
@@ -124,5 +190,24 @@ mod tests {
         assert_eq!(c.limits.sniff_timeout(), Duration::from_millis(500));
         assert_eq!(c.limits.max_body, 16 << 20);
         assert!(Config::from_toml("[limits]\nmax_conections = 5\n").is_err());
+    }
+
+    #[test]
+    fn tls_and_proxy_settings() {
+        let c = Config::default();
+        assert_eq!(c.tls.mode(), TlsMode::Off);
+        assert_eq!(c.tls.handshake_timeout(), Duration::from_secs(10));
+        let c = Config::from_toml(
+            "proxy_from = [\"10.0.0.0/8\", \"::1/128\"]\n[tls]\ncert = \"c.pem\"\nkey = \"k.pem\"\nhandshake_timeout = 2.5\n",
+        )
+        .unwrap();
+        assert_eq!(c.tls.mode(), TlsMode::Optional, "a cert without a mode");
+        assert_eq!(c.tls.handshake_timeout(), Duration::from_millis(2500));
+        assert_eq!(c.proxy_from.len(), 2);
+        let c = Config::from_toml("[tls]\ncert = \"c.pem\"\nmode = \"required\"\n").unwrap();
+        assert_eq!(c.tls.mode(), TlsMode::Required);
+        assert!(Config::from_toml("[tls]\nmode = \"sometimes\"\n").is_err());
+        assert!(Config::from_toml("[tls]\ncertificate = \"c.pem\"\n").is_err());
+        assert!(Config::from_toml("proxy_from = [\"10.0.0.0/33\"]\n").is_err());
     }
 }

@@ -1,5 +1,5 @@
 //! The built-in demo verbs a newcomer tries first (`--no-demo` turns them off):
-//! `ping`, `echo`, `sleep`, `subscribe`/`unsubscribe`, and a small VDSM-like host API
+//! `ping`, `echo`, `sleep`, `whoami`, `subscribe`/`unsubscribe`, and a small VDSM-like host API
 //! kept in memory (`Host.getVMList`, `VM.create`, `VM.getStats`, `VM.destroy`).
 
 use crate::verbs::VerbTable;
@@ -32,6 +32,16 @@ pub fn register(t: &mut VerbTable) {
         .returns("any")
         .help("Return value unchanged, whatever its type.")
         .handler(|mut a, _| async move { Ok(a.take_value(0)) });
+    t.verb("whoami")
+        .returns("struct")
+        .help("Describe the caller as the server sees it: peer (the client address, from a trusted PROXY header when there is one), identity (the verified TLS client certificate's subject CN or first SAN, or nil), protocol.")
+        .handler(|_, ctx| async move {
+            Ok(vstruct! {
+                "peer" => ctx.peer.map(|p| p.to_string()),
+                "identity" => ctx.peer_identity.as_deref(),
+                "protocol" => ctx.protocol,
+            })
+        });
     t.verb("sleep")
         .typed_param("ms", "int", false)
         .returns("int")

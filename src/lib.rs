@@ -26,9 +26,12 @@ pub mod client;
 pub mod config;
 pub mod demo;
 pub mod events;
+mod front;
 pub mod io;
+pub mod proxy;
 pub mod server;
 pub mod sniff;
+pub mod tls;
 pub mod transport;
 pub mod verbs;
 

@@ -1,7 +1,7 @@
 //! `rpcmux serve`: flags override the config file, which overrides the defaults.
 
 use clap::Args;
-use rpcmux::config::{Config, Proto};
+use rpcmux::config::{Config, Proto, TlsMode};
 use rpcmux::{Server, VerbTable};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -50,6 +50,27 @@ pub struct ServeArgs {
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// PEM certificate chain for TLS on the same port (leaf first).
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s): TLS clients must present a certificate signed by one
+    /// (mutual TLS); its subject CN (or first SAN) is the identity verbs see.
+    #[arg(long, value_name = "FILE")]
+    tls_client_ca: Option<PathBuf>,
+    /// off, optional (TLS and plaintext on one port) or required (plaintext refused).
+    /// Default: optional when a certificate is given, else off.
+    #[arg(long = "tls", value_enum, value_name = "MODE")]
+    tls_mode: Option<TlsMode>,
+    /// Seconds a TLS handshake may take (default 10).
+    #[arg(long, value_name = "SECS")]
+    tls_handshake_timeout: Option<f64>,
+    /// Network (CIDR) allowed to send a PROXY v1/v2 header first, i.e. your load
+    /// balancers (repeatable). From anywhere else a PROXY header is refused.
+    #[arg(long = "proxy-from", value_name = "CIDR")]
+    proxy_from: Vec<ipnet::IpNet>,
 }
 
 impl ServeArgs {
@@ -70,6 +91,15 @@ impl ServeArgs {
         }
         if !self.protocols.is_empty() {
             c.protocols = self.protocols;
+        }
+        let t = &mut c.tls;
+        t.cert = self.tls_cert.or(t.cert.take());
+        t.key = self.tls_key.or(t.key.take());
+        t.client_ca = self.tls_client_ca.or(t.client_ca.take());
+        t.mode = self.tls_mode.or(t.mode);
+        t.handshake_timeout = self.tls_handshake_timeout.unwrap_or(t.handshake_timeout);
+        if !self.proxy_from.is_empty() {
+            c.proxy_from = self.proxy_from;
         }
         let l = &mut c.limits;
         macro_rules! set {
@@ -118,6 +148,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
     rt.block_on(async move {
         let server = match Server::bind(config, VerbTable::new()).await {
             Ok(s) => s,
+            // Bad TLS material (InvalidInput) names its file; say so, not "listen".
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                eprintln!("rpcmux: {e}");
+                return ExitCode::FAILURE;
+            }
             Err(e) => {
                 eprintln!("rpcmux: cannot listen: {e}");
                 return ExitCode::FAILURE;

@@ -16,6 +16,8 @@ pub(crate) struct ConnInfo {
     pub id: u64,
     pub peer: SocketAddr,
     pub peer_identity: Option<Arc<str>>,
+    /// Which front layers (PROXY header, TLS) are behind us.
+    pub stage: crate::front::Stage,
 }
 
 pub(crate) async fn handle(stream: TcpStream, peer: SocketAddr, id: u64, shared: Arc<Shared>) {
@@ -24,6 +26,7 @@ pub(crate) async fn handle(stream: TcpStream, peer: SocketAddr, id: u64, shared:
         id,
         peer,
         peer_identity: None,
+        stage: crate::front::Stage::Start,
     };
     serve_stream(stream, info, shared).await;
 }
@@ -59,8 +62,13 @@ pub(crate) async fn serve_stream<S: Stream>(mut io: S, info: ConnInfo, shared: A
         }
     };
     tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
+    if !shared.front.admit(detected, &info) {
+        return;
+    }
     let io = Rewind::new(buf.freeze(), io);
     match detected {
+        Detected::ProxyHeader => crate::proxy::serve(io, info, shared).await,
+        Detected::Tls => crate::tls::serve(io, info, shared).await,
         Detected::Http => transport::http::serve(io, info, shared).await,
         Detected::JsonTcp => transport::json_tcp::serve(io, info, shared).await,
         Detected::Msgpack => transport::msgpack::serve(io, info, shared).await,

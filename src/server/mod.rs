@@ -1,6 +1,7 @@
 //! The server: bound listeners, shared state, the accept loops and graceful shutdown.
 
 mod conn;
+pub(crate) use conn::serve_stream;
 pub(crate) use conn::ConnInfo;
 mod listener;
 
@@ -30,6 +31,8 @@ pub struct Shared {
     pub sniffing: Arc<Semaphore>,
     pub shutdown: CancellationToken,
     pub next_conn: AtomicU64,
+    /// PROXY trust and TLS, in front of the protocols.
+    pub(crate) front: crate::front::Front,
 }
 
 /// A bound server, ready to run.
@@ -45,11 +48,12 @@ impl Server {
         if config.demo {
             crate::demo::register(&mut verbs);
         }
+        let front = crate::front::Front::from_config(&config)?;
         let mut listeners = Vec::new();
         for addr in &config.listen {
             listeners.push(listener::bind(*addr, config.limits.backlog)?);
         }
-        let probes = probes_for(&config.protocols);
+        let probes = crate::front::Front::probes(probes_for(&config.protocols));
         let shared = Arc::new(Shared {
             conns: Arc::new(Semaphore::new(config.limits.max_connections)),
             sniffing: Arc::new(Semaphore::new(config.limits.max_sniffing)),
@@ -58,6 +62,7 @@ impl Server {
             probes,
             shutdown: CancellationToken::new(),
             next_conn: AtomicU64::new(0),
+            front,
             config,
         });
         Ok(Server { listeners, shared })

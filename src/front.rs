@@ -1,0 +1,105 @@
+//! What may come in front of the application protocol: a PROXY header, then TLS.
+//!
+//! Both are found by the same sniffer as the protocols (their probes sit in the same
+//! table), and after either the stream is sniffed again. [`Stage`] records how far a
+//! connection has come, so that each layer is admitted at most once and in order:
+//! PROXY only as the very first bytes and only from a trusted network, TLS only
+//! outside TLS and only when configured, plaintext only where the TLS mode allows.
+
+use crate::config::{Config, TlsMode};
+use crate::io::Stream;
+use crate::proxy::{self, Trusted};
+use crate::server::{ConnInfo, Shared};
+use crate::sniff::{Detected, Probes};
+use crate::tls::{self, Tls};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// How far a connection has come through the front layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Nothing read yet: a PROXY header or TLS may come.
+    Start,
+    /// After a trusted PROXY header: TLS may come.
+    Proxied,
+    /// Inside TLS.
+    Tls,
+}
+
+/// A listener's front-layer settings, built once at bind time.
+pub(crate) struct Front {
+    tls: Option<Tls>,
+    mode: TlsMode,
+    trusted: Trusted,
+}
+
+impl Front {
+    /// Load the TLS material (a bad or missing PEM fails here, before any socket is
+    /// bound) and the trusted PROXY networks.
+    pub fn from_config(config: &Config) -> io::Result<Front> {
+        let mode = config.tls.mode();
+        let tls = match mode {
+            TlsMode::Off => None,
+            TlsMode::Optional | TlsMode::Required => Some(Tls::from_config(&config.tls)?),
+        };
+        if tls.is_some() {
+            let mutual = config.tls.client_ca.is_some();
+            tracing::info!(?mode, mutual, "TLS on");
+        }
+        Ok(Front {
+            tls,
+            mode,
+            trusted: Trusted::new(&config.proxy_from),
+        })
+    }
+
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    /// Put the PROXY probe first (a v1 header looks like an HTTP request line) and
+    /// the TLS probe after the protocols' (no protocol starts with 0x16). Both are
+    /// always there, so a ClientHello to a plaintext listener or a PROXY header from
+    /// a stranger is named in the log rather than called an unknown protocol.
+    pub fn probes(probes: Probes) -> Probes {
+        probes
+            .with_first(Detected::ProxyHeader, proxy::probe)
+            .with(Detected::Tls, tls::probe)
+    }
+
+    /// Whether `detected` may run on this connection at its stage. A refusal is
+    /// logged here; the caller just closes.
+    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> bool {
+        let refused = match detected {
+            Detected::ProxyHeader if info.stage != Stage::Start => {
+                "PROXY header after the start of the connection"
+            }
+            Detected::ProxyHeader if !self.trusted.contains(info.peer.ip()) => {
+                "PROXY header from an untrusted source (not in proxy_from)"
+            }
+            Detected::ProxyHeader => return true,
+            Detected::Tls if info.stage == Stage::Tls => "TLS inside TLS",
+            Detected::Tls if self.tls.is_none() => "TLS ClientHello but TLS is off",
+            Detected::Tls => return true,
+            _ if self.mode == TlsMode::Required && info.stage != Stage::Tls => {
+                "plaintext refused: TLS is required"
+            }
+            _ => return true,
+        };
+        tracing::warn!(peer = %info.peer, conn = info.id, ?detected, "{refused}; closing");
+        false
+    }
+}
+
+/// Sniff and serve what a PROXY header or a TLS handshake left. The stream is boxed
+/// and the future boxed so that `serve_stream` -> `tls::serve` -> `serve_stream`
+/// is a finite set of types and a sized future.
+pub(crate) fn serve_inner(
+    io: Box<dyn Stream>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+    Box::pin(crate::server::serve_stream(io, info, shared))
+}

@@ -1,0 +1,81 @@
+//! Build the rustls server configuration from the PEM files named in [`TlsConfig`].
+//! Every failure names the file and what was wrong with it, because it surfaces as
+//! `rpcmux serve` refusing to start.
+
+use crate::config::TlsConfig;
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{RootCertStore, ServerConfig};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The only ALPN protocol offered: HTTP/1.1 is the only HTTP we serve, and clients of
+/// the raw-stream protocols send no ALPN at all (then none is negotiated).
+pub const ALPN: &[u8] = b"http/1.1";
+
+/// The rustls configuration for `cfg`, which must name a certificate and a key.
+pub fn server_config(cfg: &TlsConfig) -> io::Result<ServerConfig> {
+    let (Some(cert_path), Some(key_path)) = (&cfg.cert, &cfg.key) else {
+        return Err(bad(
+            "TLS needs both a certificate (--tls-cert) and a key (--tls-key)",
+        ));
+    };
+    let chain = certs(cert_path)?;
+    let key = PrivateKeyDer::from_pem_file(key_path)
+        .map_err(|e| bad(format!("TLS key {}: {e}", key_path.display())))?;
+    // Explicitly ring: no process-wide default provider to install or race on.
+    let provider = Arc::new(ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad(format!("TLS: {e}")))?;
+    let builder = match &cfg.client_ca {
+        Some(ca) => builder.with_client_cert_verifier(client_verifier(ca, provider)?),
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(chain, key).map_err(|e| {
+        bad(format!(
+            "TLS certificate {} with key {}: {e}",
+            cert_path.display(),
+            key_path.display()
+        ))
+    })?;
+    config.alpn_protocols = vec![ALPN.to_vec()];
+    Ok(config)
+}
+
+/// Client certificates must chain to one of the CAs in `path`; a client without a
+/// certificate fails the handshake (a verifier built without `allow_unauthenticated`).
+fn client_verifier(
+    path: &Path,
+    provider: Arc<CryptoProvider>,
+) -> io::Result<Arc<dyn rustls::server::danger::ClientCertVerifier>> {
+    let mut roots = RootCertStore::empty();
+    for ca in certs(path)? {
+        roots
+            .add(ca)
+            .map_err(|e| bad(format!("TLS client CA {}: {e}", path.display())))?;
+    }
+    WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+        .build()
+        .map_err(|e| bad(format!("TLS client CA {}: {e}", path.display())))
+}
+
+/// Every CERTIFICATE block in `path`; none at all is an error.
+fn certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
+    let what = |e: &dyn std::fmt::Display| bad(format!("TLS certificate {}: {e}", path.display()));
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| what(&e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| what(&e))?;
+    if certs.is_empty() {
+        return Err(what(&"no CERTIFICATE block in it"));
+    }
+    Ok(certs)
+}
+
+fn bad(msg: impl Into<String>) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg.into())
+}

@@ -1,0 +1,112 @@
+//! TLS on the shared port (rustls, ring provider).
+//!
+//! A connection whose first byte is 0x16 (a TLS handshake record) gets a rustls
+//! handshake with its own deadline; the decrypted stream is then sniffed again from
+//! scratch, so every protocol the listener speaks in plaintext it also speaks inside
+//! TLS. With a client CA configured, the handshake requires a client certificate that
+//! chains to it, and the verified name ([`identity`]) becomes `peer_identity`.
+
+mod identity;
+mod load;
+
+pub use load::ALPN;
+
+use crate::config::TlsConfig;
+use crate::front::Stage;
+use crate::io::{Rewind, Stream};
+use crate::server::{ConnInfo, Shared};
+use crate::sniff::Probe;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::TlsAcceptor;
+
+/// The first byte of a TLS record carrying a handshake message (the ClientHello).
+/// No plaintext protocol we serve starts with it, so one byte decides.
+pub const HANDSHAKE_RECORD: u8 = 0x16;
+
+/// Sniffer probe: a TLS ClientHello.
+pub fn probe(p: &[u8]) -> Probe {
+    match p.first() {
+        None => Probe::NeedMore,
+        Some(&HANDSHAKE_RECORD) => Probe::Match,
+        Some(_) => Probe::NoMatch,
+    }
+}
+
+/// A listener's TLS side: the acceptor and its handshake deadline.
+pub(crate) struct Tls {
+    acceptor: TlsAcceptor,
+    handshake_timeout: Duration,
+}
+
+impl Tls {
+    /// Load the certificate, key and client CA named in `cfg`.
+    pub fn from_config(cfg: &TlsConfig) -> io::Result<Tls> {
+        let config = load::server_config(cfg)?;
+        Ok(Tls {
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+            handshake_timeout: cfg.handshake_timeout(),
+        })
+    }
+}
+
+/// Run the handshake on `io` (its sniffed bytes replayed first), then sniff and serve
+/// what runs inside. A failed or late handshake is logged and the connection closed.
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: Arc<Shared>) {
+    let Some(tls) = shared.front.tls() else {
+        return; // `front::admit` refuses TLS when it is off; nothing to do here.
+    };
+    // A handshake in progress holds a sniffing permit: it is as cheap for a client to
+    // stall as the first bytes are.
+    let Ok(permit) = shared.sniffing.clone().try_acquire_owned() else {
+        tracing::warn!(peer = %info.peer, "too many connections still sniffing; closing");
+        return;
+    };
+    let deadline = tls.handshake_timeout;
+    let done = tokio::select! {
+        _ = shared.shutdown.cancelled() => return,
+        r = tokio::time::timeout(deadline, tls.acceptor.accept(io)) => r,
+    };
+    drop(permit);
+    let stream = match done {
+        Err(_) => {
+            tracing::info!(peer = %info.peer, ?deadline, "TLS handshake deadline passed; closing");
+            return;
+        }
+        Ok(Err(e)) => {
+            tracing::info!(peer = %info.peer, error = %e, "TLS handshake failed; closing");
+            return;
+        }
+        Ok(Ok(s)) => s,
+    };
+    let session = stream.get_ref().1;
+    info.peer_identity = session
+        .peer_certificates()
+        .and_then(|chain| chain.first())
+        .and_then(|leaf| identity::of(leaf));
+    info.stage = Stage::Tls;
+    tracing::debug!(
+        peer = %info.peer,
+        conn = info.id,
+        identity = info.peer_identity.as_deref(),
+        version = ?session.protocol_version(),
+        alpn = session.alpn_protocol().map(String::from_utf8_lossy).as_deref(),
+        "TLS established"
+    );
+    crate::front::serve_inner(Box::new(stream), info, shared).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_byte_decides() {
+        assert_eq!(probe(b""), Probe::NeedMore);
+        assert_eq!(probe(&[0x16]), Probe::Match);
+        assert_eq!(probe(&[0x16, 0x03, 0x01]), Probe::Match);
+        assert_eq!(probe(b"POST "), Probe::NoMatch);
+        assert_eq!(probe(&[0x94, 0x00]), Probe::NoMatch);
+    }
+}
