@@ -89,6 +89,8 @@ pub struct Config {
     /// Protocols the sniffer looks for.
     pub protocols: Vec<Proto>,
     pub limits: Limits,
+    /// STOMP destinations (`[stomp]`).
+    pub stomp: crate::transport::stomp::StompConfig,
     /// TLS on the same port (`[tls]`).
     pub tls: TlsConfig,
     /// Networks (CIDR) whose connections may start with a PROXY v1/v2 header, i.e. the
@@ -161,6 +163,7 @@ impl Default for Config {
             demo: true,
             protocols: Proto::ALL.to_vec(),
             limits: Limits::default(),
+            stomp: Default::default(),
             tls: TlsConfig::default(),
             proxy_from: Vec::new(),
         }

@@ -72,9 +72,7 @@ pub(crate) async fn serve_stream<S: Stream>(mut io: S, info: ConnInfo, shared: A
         Detected::Http => transport::http::serve(io, info, shared).await,
         Detected::JsonTcp => transport::json_tcp::serve(io, info, shared).await,
         Detected::Msgpack => transport::msgpack::serve(io, info, shared).await,
-        other => {
-            tracing::warn!(peer = %info.peer, ?other, "protocol not served on this listener; closing");
-        }
+        Detected::Stomp => transport::stomp::serve(io, info, shared).await,
     }
 }
 

@@ -117,7 +117,7 @@ fn probes_for(protocols: &[Proto]) -> Probes {
             Proto::Http => p.with(Detected::Http, sniff::http),
             Proto::JsonrpcTcp => p.with(Detected::JsonTcp, sniff::json),
             Proto::Msgpack => p.with(Detected::Msgpack, sniff::msgpack_rpc),
-            Proto::Stomp => p,
+            Proto::Stomp => p.with(Detected::Stomp, crate::transport::stomp::probe),
         };
     }
     p

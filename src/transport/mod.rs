@@ -6,4 +6,5 @@ pub mod json_tcp;
 pub(crate) mod jsonrpc;
 pub(crate) mod msgpack;
 pub(crate) mod session;
+pub mod stomp;
 pub(crate) mod xmlrpc;

@@ -1,0 +1,74 @@
+//! JSON-RPC over STOMP 1.2, compatible with VDSM's engine clients, with server events.
+//!
+//! A client CONNECTs (1.2 only), SUBSCRIBEs to its reply destination (default
+//! `jms.topic.vdsm_responses`) and to the event destination if it wants events
+//! (`jms.queue.events`), then SENDs JSON-RPC requests or batches to a request
+//! destination (`jms.topic.vdsm_requests`, `jms.topic.vdsm_irs_requests`). Each reply
+//! comes back as a MESSAGE to the request's `reply-to` destination, on the same
+//! connection only. Behaviour and decisions: `docs/stomp.md`.
+//!
+//! - [`framer`]: the session rules (a [`Framer`](crate::transport::session::Framer)),
+//!   with calls, replies and events in `framer/rpc.rs`;
+//! - [`subscriptions`]: per-connection subscriptions and `.`-hierarchical matching;
+//! - [`heartbeat`]: negotiation with a 1000 ms floor, sending, dead-peer detection;
+//! - [`frames`]: the frames the server writes;
+//! - [`config`]: the `[stomp]` config section.
+
+mod config;
+mod framer;
+mod frames;
+mod heartbeat;
+mod subscriptions;
+
+pub use config::StompConfig;
+
+use crate::io::{Rewind, Stream};
+use crate::server::{ConnInfo, Shared};
+use crate::sniff;
+use crate::transport::session::{self, DriveOpts};
+use crate::verbs::Session;
+use bytes::BytesMut;
+use std::sync::Arc;
+
+/// The sniffer probe: any STOMP client command (so a reconnecting client that starts
+/// with SEND or SUBSCRIBE is recognised too), after optional heart-beat EOLs.
+pub fn probe(prefix: &[u8]) -> sniff::Probe {
+    match rpcmux_stomp::probe_client_frame(prefix) {
+        rpcmux_stomp::Probe::Match => sniff::Probe::Match,
+        rpcmux_stomp::Probe::NoMatch => sniff::Probe::NoMatch,
+        rpcmux_stomp::Probe::NeedMore => sniff::Probe::NeedMore,
+    }
+}
+
+/// Run a STOMP session on a sniffed connection until either side closes it.
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let (prefix, io) = io.into_parts();
+    // Events queue here between the hub and the driver; a full queue drops the connection.
+    let (tx, rx) = tokio::sync::mpsc::channel(256);
+    let kill = tokio_util::sync::CancellationToken::new();
+    let mut ctx = info.call_context("stomp", &shared);
+    ctx.session = Some(Session {
+        conn_id: info.id,
+        outbox: tx,
+        kill: kill.clone(),
+    });
+    let framer = framer::Stomp::new(shared.clone(), ctx, info.id);
+    let opts = DriveOpts::new(&shared, &info, kill);
+    let (rd, wr) = session::split(io);
+    session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
+    shared.events.drop_connection(info.id);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_maps_verdicts() {
+        assert_eq!(probe(b"STOMP\n"), sniff::Probe::Match);
+        assert_eq!(probe(b"\nSUBSCRIBE\r\n"), sniff::Probe::Match);
+        assert_eq!(probe(b"CONN"), sniff::Probe::NeedMore);
+        assert_eq!(probe(b"CONNECTED\n"), sniff::Probe::NoMatch);
+        assert_eq!(probe(b"{"), sniff::Probe::NoMatch);
+    }
+}

@@ -1,0 +1,111 @@
+//! One connection's STOMP subscriptions, and VDSM's destination matching.
+//!
+//! The table lives inside the connection's session, never in a map shared by
+//! connections: VDSM kept one global `id → reply-to` map for all clients, so two
+//! clients using the same request ids could receive each other's replies.
+
+/// At most this many subscriptions per connection (VDSM had no cap; each one costs
+/// memory and a scan per delivered message).
+pub(crate) const MAX_SUBSCRIPTIONS: usize = 256;
+
+/// Does a subscription to `subscribed` receive messages sent to `dest`? VDSM's rule: the
+/// same destination, or a `.`-separated ancestor of it (`jms.queue` covers
+/// `jms.queue.events`, `jms.que` does not).
+pub(crate) fn dest_covers(subscribed: &str, dest: &str) -> bool {
+    match dest.strip_prefix(subscribed) {
+        Some(rest) => rest.is_empty() || rest.starts_with('.'),
+        None => false,
+    }
+}
+
+#[derive(Debug)]
+struct Sub {
+    id: String,
+    destination: String,
+}
+
+/// Why a SUBSCRIBE was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Refused {
+    DuplicateId,
+    TooMany,
+}
+
+/// Subscriptions by id, in the order they were made (messages go out in that order).
+#[derive(Debug, Default)]
+pub(crate) struct Subscriptions {
+    subs: Vec<Sub>,
+}
+
+impl Subscriptions {
+    pub(crate) fn add(&mut self, id: &str, destination: &str) -> Result<(), Refused> {
+        if self.subs.iter().any(|s| s.id == id) {
+            return Err(Refused::DuplicateId);
+        }
+        if self.subs.len() >= MAX_SUBSCRIPTIONS {
+            return Err(Refused::TooMany);
+        }
+        self.subs.push(Sub {
+            id: id.to_owned(),
+            destination: destination.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Remove a subscription; false if there was none with this id.
+    pub(crate) fn remove(&mut self, id: &str) -> bool {
+        let before = self.subs.len();
+        self.subs.retain(|s| s.id != id);
+        self.subs.len() != before
+    }
+
+    /// The ids of the subscriptions that receive a message sent to `dest`.
+    pub(crate) fn covering<'a>(&'a self, dest: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.subs
+            .iter()
+            .filter(move |s| dest_covers(&s.destination, dest))
+            .map(|s| s.id.as_str())
+    }
+
+    pub(crate) fn covers(&self, dest: &str) -> bool {
+        self.covering(dest).next().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hierarchical_matching_is_segment_wise() {
+        assert!(dest_covers("jms.queue.events", "jms.queue.events"));
+        assert!(dest_covers("jms.queue", "jms.queue.events"));
+        assert!(dest_covers("jms", "jms.queue.events"));
+        assert!(!dest_covers("jms.que", "jms.queue.events"));
+        assert!(!dest_covers("jms.queue.events.x", "jms.queue.events"));
+        assert!(!dest_covers("jms.topic", "jms.queue.events"));
+    }
+
+    #[test]
+    fn ids_are_unique_and_removable() {
+        let mut s = Subscriptions::default();
+        s.add("a", "jms.topic.vdsm_responses").unwrap();
+        s.add("b", "jms.topic").unwrap();
+        assert_eq!(s.add("a", "x"), Err(Refused::DuplicateId));
+        let ids: Vec<_> = s.covering("jms.topic.vdsm_responses").collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert!(!s.covers("jms.queue.events"));
+        assert!(s.remove("a"));
+        assert!(!s.remove("a"));
+        assert_eq!(s.covering("jms.topic.vdsm_responses").count(), 1);
+    }
+
+    #[test]
+    fn capped() {
+        let mut s = Subscriptions::default();
+        for i in 0..MAX_SUBSCRIPTIONS {
+            s.add(&i.to_string(), "d").unwrap();
+        }
+        assert_eq!(s.add("one-more", "d"), Err(Refused::TooMany));
+    }
+}
