@@ -79,6 +79,12 @@ impl EventHub {
         subs.retain(|s| s.session.conn_id != conn_id);
     }
 
+    /// Does this connection hold any subscription?
+    pub fn is_subscribed(&self, conn_id: u64) -> bool {
+        let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
+        subs.iter().any(|s| s.session.conn_id == conn_id)
+    }
+
     pub fn subscriber_count(&self) -> usize {
         self.subs.read().unwrap_or_else(|e| e.into_inner()).len()
     }

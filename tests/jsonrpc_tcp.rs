@@ -86,3 +86,37 @@ fn events_reach_a_subscribed_tcp_connection() {
     assert!(ev["params"]["notify_time"].is_i64());
     assert!(ev.get("id").is_none(), "an event is a notification");
 }
+
+#[test]
+fn idle_connections_close_but_event_subscribers_stay() {
+    let srv = Server::start(&["--idle-timeout", "1"]);
+    let mut idle = connect(srv.addr);
+    idle.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\n")
+        .unwrap();
+    let sub = connect(srv.addr);
+    let mut w = sub.try_clone().unwrap();
+    let mut r = BufReader::new(sub);
+    w.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":[\"*\"],\"id\":1}\n")
+        .unwrap();
+    let mut line = String::new();
+    r.read_line(&mut line).unwrap();
+    // the plain client is closed after its idle second
+    let mut all = Vec::new();
+    idle.read_to_end(&mut all).unwrap();
+    assert!(String::from_utf8_lossy(&all).contains("\"result\":true"));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // the subscriber is still there and still gets events
+    let (_, _, b) = http_post(
+        srv.addr,
+        None,
+        br#"{"jsonrpc":"2.0","method":"VM.create","params":["idle1","n",1],"id":1}"#,
+    );
+    assert_eq!(json(&b)["result"]["vmId"], "idle1");
+    line.clear();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(
+        json(line.as_bytes())["method"],
+        "|virt|VM_status|idle1",
+        "{line}"
+    );
+}

@@ -67,6 +67,9 @@ pub(crate) struct DriveOpts {
     /// Cancelled when the event hub drops this connection as too slow.
     pub kill: CancellationToken,
     pub peer: String,
+    /// The hub and this connection's id: a connection with event subscriptions is
+    /// waiting for events, not idle, so the idle timeout leaves it open.
+    pub events: (Arc<crate::events::EventHub>, u64),
 }
 
 impl DriveOpts {
@@ -84,6 +87,7 @@ impl DriveOpts {
             shutdown: shared.shutdown.clone(),
             kill,
             peer: info.peer.to_string(),
+            events: (shared.events.clone(), info.id),
         }
     }
 }
@@ -171,8 +175,12 @@ pub(crate) async fn drive<R, W, F>(
             },
             _ = opts.shutdown.cancelled(), if reading => reading = false,
             _ = &mut idle, if reading && calls.is_empty() => {
-                tracing::info!(peer = %opts.peer, "idle timeout; closing");
-                reading = false;
+                if opts.events.0.is_subscribed(opts.events.1) {
+                    idle.as_mut().reset(tokio::time::Instant::now() + opts.idle_timeout);
+                } else {
+                    tracing::info!(peer = %opts.peer, "idle timeout; closing");
+                    reading = false;
+                }
             }
             _ = ticker.tick(), if reading && tick_every.is_some() => {
                 if let Err(Close(why)) = framer.tick(last_input.elapsed(), &mut out) {
