@@ -191,6 +191,25 @@ pub(crate) async fn drive<R, W, F>(
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
+    linger(&mut rd).await;
+}
+
+/// After our FIN, read and drop what the client still sends, briefly and boundedly.
+/// Closing a socket with unread input makes the kernel send RST, which can destroy
+/// the error reply (STOMP ERROR, JSON-RPC error line) still in flight to the client.
+async fn linger<R: AsyncRead + Unpin>(rd: &mut R) {
+    const MAX_DRAIN: usize = 256 * 1024;
+    let mut sink = [0u8; 8192];
+    let mut drained = 0;
+    let drain = async {
+        while drained < MAX_DRAIN {
+            match rd.read(&mut sink).await {
+                Ok(n) if n > 0 => drained += n,
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_millis(500), drain).await;
 }
 
 /// A ticker whose first tick is one period away (an hour when the framer has none).
