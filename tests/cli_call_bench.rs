@@ -3,15 +3,17 @@
 //! positional params, params from stdin, and short bench runs that must be error-free.
 
 mod common;
+#[path = "common/pki.rs"]
+mod pki;
 
 use common::Server;
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 /// Every protocol the client and the server both speak.
-const PROTOS: &[&str] = &["xmlrpc", "jsonrpc", "jsonrpc-tcp", "msgpack"];
+const PROTOS: &[&str] = &["xmlrpc", "jsonrpc", "jsonrpc-tcp", "msgpack", "stomp"];
 /// Those that carry params by name.
-const NAMED: &[&str] = &["jsonrpc", "jsonrpc-tcp"];
+const NAMED: &[&str] = &["jsonrpc", "jsonrpc-tcp", "stomp"];
 
 /// HTTP/1.1 carries one call at a time per connection: no pipelining.
 fn is_http(proto: &str) -> bool {
@@ -241,7 +243,7 @@ fn bench_counts_error_replies_and_wrong_results() {
     // A call with no expected result counts any result as fine.
     let any = dir.join("any.json");
     std::fs::write(&any, r#"{"method":"sleep","params":[0]}"#).unwrap();
-    let r = bench_json(&srv, "msgpack", &["--payload", any.to_str().unwrap()]);
+    let r = bench_json(&srv, "stomp", &["--payload", any.to_str().unwrap()]);
     assert_eq!(r["errors"], 0, "sleep has no expected result: {r}");
     let echo = dir.join("echo.json");
     std::fs::write(&echo, r#"[1, {"k": "v"}]"#).unwrap();
@@ -317,10 +319,128 @@ fn bench_counts_a_wrong_result_as_an_error() {
         warmup: Duration::ZERO,
         payload,
         opts: ConnectOpts::default(),
+        echo_server: false,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
     assert!(r.calls > 0);
     assert_eq!((r.wrong_results, r.errors), (r.calls, r.calls), "{r:?}");
     assert!(r.first_error.unwrap().starts_with("wrong result: 1"));
+}
+
+/// A bare byte echo on a thread per connection: what `--echo-server` is for.
+fn echo_server() -> std::net::SocketAddr {
+    use std::io::Read;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut s in l.incoming().map_while(Result::ok) {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n @ 1..) = s.read(&mut buf) {
+                    if s.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn bench_echo_server_mode_replays_request_bytes() {
+    let addr = echo_server().to_string();
+    for p in ["jsonrpc-tcp", "msgpack", "stomp"] {
+        let out = rpcmux(
+            &[
+                "bench",
+                "--proto",
+                p,
+                "--echo-server",
+                "-c",
+                "2",
+                "-p",
+                "4",
+                "-d",
+                "1",
+                "--warmup",
+                "0",
+                "--payload",
+                "musicentry",
+                "--json",
+                "-q",
+                &addr,
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{p}: {}", text(&out.stderr));
+        let r = common::json(&out.stdout);
+        assert!(r["calls"].as_u64().unwrap() > 0, "{p}: {r}");
+        assert_eq!(r["errors"], 0, "{p}: {r}");
+    }
+    // HTTP has no raw form to replay.
+    let out = rpcmux(
+        &[
+            "bench",
+            "--proto",
+            "jsonrpc",
+            "--echo-server",
+            "-d",
+            "1",
+            &addr,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn call_and_bench_over_tls_with_and_without_a_client_certificate() {
+    let pki = pki::Pki::new();
+    let mut args = pki.server_flags();
+    args.extend(["--tls", "required", "--tls-client-ca"].map(String::from));
+    args.push(pki.path("ca.pem"));
+    let srv = Server::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let addr = srv.addr.to_string();
+    let (ca, cert, key) = (
+        pki.path("ca.pem"),
+        pki.path("client.pem"),
+        pki.path("client.key"),
+    );
+    let mtls = ["--tls-ca", &ca, "--tls-cert", &cert, "--tls-key", &key];
+    for &p in PROTOS {
+        let mut a = vec!["call", "--proto", p];
+        a.extend_from_slice(&mtls);
+        a.extend([addr.as_str(), "whoami"]);
+        let r = result(&rpcmux(&a, None), p);
+        assert_eq!(r["identity"], pki::CLIENT_CN, "{p}: {r}");
+        // The server requires a client certificate: without one there is no reply.
+        let out = rpcmux(
+            &["call", "--proto", p, "--tls-ca", &ca, &addr, "ping"],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{p}: {}", text(&out.stderr));
+        // Plaintext is refused too.
+        let out = rpcmux(
+            &["call", "--proto", p, "--timeout", "5", &addr, "ping"],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(2), "{p}");
+        let mut a = vec![
+            "bench", "--proto", p, "-d", "1", "--warmup", "0", "--json", "-q",
+        ];
+        a.extend_from_slice(&mtls);
+        a.extend(["--payload", "musicentry", addr.as_str()]);
+        let out = rpcmux(&a, None);
+        assert_eq!(out.status.code(), Some(0), "{p}: {}", text(&out.stderr));
+        let r = common::json(&out.stdout);
+        assert!(r["calls"].as_u64().unwrap() > 0, "{p}: {r}");
+        assert_eq!(r["errors"], 0, "{p}: {r}");
+    }
+    // A CA the server's certificate does not chain to: the handshake fails.
+    let rogue_ca = pki.path("rogue.pem");
+    let out = rpcmux(&["call", "--tls-ca", &rogue_ca, &addr, "ping"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("TLS"), "{}", text(&out.stderr));
 }

@@ -6,6 +6,7 @@
 //! the N×D tasks keeps its own histogram and counts; they are merged at the end, so
 //! the hot path shares nothing but two relaxed counters for the progress line.
 
+mod echo;
 mod payload;
 mod report;
 mod stats;
@@ -15,6 +16,7 @@ pub use report::{Latency, Report, CSV_HEADER};
 pub use stats::{Counts, Outcome, Recorder};
 
 use crate::client::{Client, ClientError, ClientProto, ConnectOpts};
+use rpcmux_value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,6 +35,9 @@ pub struct BenchConfig {
     pub warmup: Duration,
     pub payload: Payload,
     pub opts: ConnectOpts,
+    /// The server is a bare byte echo (a ceiling, not an RPC server): send the bytes a
+    /// call of `proto` would, and count a call done when they come back unchanged.
+    pub echo_server: bool,
 }
 
 /// Live totals, for the progress line.
@@ -57,29 +62,54 @@ pub async fn run(
             cfg.proto
         ));
     }
-    let clients = connect_all(cfg).await?;
     let progress = Arc::new(Progress::default());
-    let start = Instant::now();
-    let measure_from = start + cfg.warmup;
-    let end = measure_from + cfg.duration;
-    let payload = Arc::new(cfg.payload.clone());
     let mut tasks = Vec::with_capacity(cfg.connections * cfg.pipeline);
-    for client in &clients {
-        for _ in 0..cfg.pipeline {
-            tasks.push(tokio::spawn(worker(
-                client.clone(),
-                payload.clone(),
+    let (start, measure_from, end);
+    if cfg.echo_server {
+        if cfg.opts.tls.is_some() {
+            return Err("--echo-server speaks plain TCP: no TLS".into());
+        }
+        let p = &cfg.payload;
+        let request = Client::request_bytes(cfg.proto, &p.method, &p.params)
+            .map_err(|e| format!("--echo-server: {e}"))?;
+        let conns = connect_raw(cfg).await?;
+        (start, measure_from, end) = times(cfg);
+        for tcp in conns {
+            tasks.push(tokio::spawn(echo::connection(
+                tcp,
+                request.clone(),
+                cfg.pipeline,
                 progress.clone(),
                 measure_from,
                 end,
             )));
         }
+    } else {
+        let clients = connect_all(cfg).await?;
+        (start, measure_from, end) = times(cfg);
+        let payload = Arc::new(cfg.payload.clone());
+        for client in &clients {
+            for _ in 0..cfg.pipeline {
+                tasks.push(tokio::spawn(worker(
+                    client.clone(),
+                    payload.clone(),
+                    progress.clone(),
+                    measure_from,
+                    end,
+                )));
+            }
+        }
     }
     let mut ticker =
         tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
     let (mut last_calls, mut last_errors) = (0, 0);
-    while Instant::now() < end {
-        ticker.tick().await;
+    loop {
+        tokio::select! {
+            // A tick due at the very end still prints: a 1 s run shows one progress line.
+            biased;
+            _ = ticker.tick() => {}
+            _ = tokio::time::sleep_until(end) => break,
+        }
         let now = Instant::now();
         let calls = progress.calls.load(Ordering::Relaxed);
         let errors = progress.errors.load(Ordering::Relaxed);
@@ -97,6 +127,24 @@ pub async fn run(
         total.merge(&rec);
     }
     Ok(Report::new(cfg, &total, cfg.duration))
+}
+
+/// Start, end of warmup, end of the run: the clock starts once every connection is open.
+fn times(cfg: &BenchConfig) -> (Instant, Instant, Instant) {
+    let start = Instant::now();
+    (start, start + cfg.warmup, start + cfg.warmup + cfg.duration)
+}
+
+async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<tokio::net::TcpStream>, String> {
+    let mut conns = Vec::with_capacity(cfg.connections);
+    for i in 0..cfg.connections {
+        let tcp = tokio::net::TcpStream::connect(&cfg.addr)
+            .await
+            .and_then(|t| t.set_nodelay(true).map(|_| t))
+            .map_err(|e| format!("connection {} of {}: {e}", i + 1, cfg.connections))?;
+        conns.push(tcp);
+    }
+    Ok(conns)
 }
 
 async fn connect_all(cfg: &BenchConfig) -> Result<Vec<Arc<Client>>, String> {
@@ -129,7 +177,9 @@ async fn worker(
         let result = client.call_ref(&payload.method, &payload.params).await;
         let latency = t0.elapsed();
         let (outcome, fatal) = match &result {
-            Ok(Ok(v)) if payload.expect.as_ref().map_or(true, |e| e == v) => (Outcome::Ok, false),
+            Ok(Ok(v)) if payload.expect.as_ref().map_or(true, |e| same(e, v)) => {
+                (Outcome::Ok, false)
+            }
             Ok(Ok(_)) => (Outcome::WrongResult, false),
             Ok(Err(_)) => (Outcome::ErrorReply, false),
             Err(ClientError::Timeout(_)) => (Outcome::Transport, false),
@@ -150,6 +200,29 @@ async fn worker(
     rec
 }
 
+/// `a == b`, cheaply in the usual case. `Value`'s `==` compares structs as maps (a
+/// hash lookup per member, whatever the order); an echo normally keeps member order,
+/// so compare in order first and fall back to `==` only when that fails (a server
+/// that reorders members is still right). On the load generator's hot path.
+fn same(a: &Value, b: &Value) -> bool {
+    in_order(a, b) || a == b
+}
+
+fn in_order(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Struct(x), Value::Struct(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|((ka, va), (kb, vb))| ka == kb && in_order(va, vb))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| in_order(va, vb))
+        }
+        _ => a == b,
+    }
+}
+
 fn describe(r: &Result<crate::client::Reply, ClientError>) -> String {
     match r {
         Ok(Ok(v)) => format!(
@@ -162,5 +235,25 @@ fn describe(r: &Result<crate::client::Reply, ClientError>) -> String {
         ),
         Ok(Err(e)) => format!("error reply {}: {}", e.code, e.message),
         Err(e) => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcmux_value::vstruct;
+
+    #[test]
+    fn same_ignores_member_order_only_as_a_fallback() {
+        let a = vstruct! { "x" => 1, "y" => vec![Value::from("s")] };
+        let b = vstruct! { "y" => vec![Value::from("s")], "x" => 1 };
+        assert!(in_order(&a, &a.clone()));
+        assert!(!in_order(&a, &b));
+        assert!(same(&a, &b));
+        assert!(!same(
+            &a,
+            &vstruct! { "x" => 1, "y" => vec![Value::from("t")] }
+        ));
+        assert!(!same(&Value::Int(1), &Value::Double(1.0)));
     }
 }

@@ -34,9 +34,15 @@ pub struct BenchArgs {
     /// Seconds a call may take before it counts as failed.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
+    #[command(flatten)]
+    tls: super::tls_args::TlsArgs,
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
+    /// The server is a bare byte echo (a ceiling for comparisons): send the bytes a
+    /// call of --proto would, count a call when they come back unchanged.
+    #[arg(long)]
+    echo_server: bool,
     /// Print the summary as CSV (a header line and one row).
     #[arg(long, conflicts_with = "json")]
     csv: bool,
@@ -73,8 +79,10 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
         payload: Payload::parse(&a.payload)?,
         opts: ConnectOpts {
             timeout: secs("timeout", a.timeout, false)?,
+            tls: a.tls.opts(),
             ..ConnectOpts::default()
         },
+        echo_server: a.echo_server,
     })
 }
 

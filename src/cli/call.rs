@@ -2,7 +2,8 @@
 //!
 //! Exit status: 0 with the result as pretty JSON on stdout; 1 on an error reply
 //! (`error CODE: MESSAGE` on stderr); 2 when there is no reply (cannot connect, timeout,
-//! connection lost, bad reply) or the command line is wrong.
+//! connection lost, bad reply) or the command line is wrong. `--tls-ca` (and for mutual
+//! TLS `--tls-cert`/`--tls-key`) puts TLS under any protocol.
 
 use clap::Args;
 use rpcmux::client::{Client, ClientProto, ConnectOpts};
@@ -20,6 +21,8 @@ pub struct CallArgs {
     /// Seconds to wait for the connection and for the reply.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
+    #[command(flatten)]
+    tls: super::tls_args::TlsArgs,
     /// Read the params from a JSON file ('-' for stdin): an array (positional) or an
     /// object (named).
     #[arg(
@@ -104,6 +107,7 @@ fn prepare(a: &CallArgs) -> Result<(String, ConnectOpts, Params), String> {
         })?;
     let mut opts = ConnectOpts {
         timeout,
+        tls: a.tls.opts(),
         ..ConnectOpts::default()
     };
     let addr = match a.addr.strip_prefix("http://") {

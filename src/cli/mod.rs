@@ -3,6 +3,7 @@
 mod bench;
 mod call;
 mod serve;
+mod tls_args;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

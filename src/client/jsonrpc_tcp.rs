@@ -17,7 +17,7 @@ pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> StreamClient {
     )
 }
 
-struct Lines;
+pub(crate) struct Lines;
 
 impl Encode for Lines {
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError> {

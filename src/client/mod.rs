@@ -31,9 +31,11 @@ mod jsonrpc_tcp;
 mod msgpack;
 mod stomp;
 mod stream;
+mod tls;
 mod xmlrpc;
 
 pub use error::ClientError;
+pub use tls::TlsOpts;
 
 use rpcmux_value::{Params, RpcError, Value};
 use std::time::Duration;
@@ -126,6 +128,8 @@ pub struct ConnectOpts {
     /// Largest reply accepted, in bytes.
     pub max_reply: usize,
     pub stomp: StompOpts,
+    /// Speak TLS to the server (under any protocol).
+    pub tls: Option<TlsOpts>,
 }
 
 impl Default for ConnectOpts {
@@ -135,6 +139,7 @@ impl Default for ConnectOpts {
             http_path: None,
             max_reply: 64 << 20,
             stomp: StompOpts::default(),
+            tls: None,
         }
     }
 }
@@ -157,7 +162,8 @@ enum Inner {
 }
 
 impl Client {
-    /// Open a TCP connection to `addr` (`host:port`) and start `proto` on it.
+    /// Open a TCP connection to `addr` (`host:port`), TLS on it if `opts.tls` says so,
+    /// and start `proto` on it.
     pub async fn connect(
         proto: ClientProto,
         addr: &str,
@@ -170,7 +176,19 @@ impl Client {
         // Calls are small request/reply messages: never hold one back waiting for more.
         tcp.set_nodelay(true)
             .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
-        Client::over(proto, tcp, addr, opts).await
+        match &opts.tls {
+            None => Client::over(proto, tcp, addr, opts).await,
+            Some(tls) => {
+                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+                let handshake = tls::handshake(tcp, host, tls, proto);
+                let stream = tokio::time::timeout(opts.timeout, handshake)
+                    .await
+                    .map_err(|_| {
+                        ClientError::Connect(format!("{addr}: TLS handshake timed out"))
+                    })??;
+                Client::over(proto, stream, addr, opts).await
+            }
+        }
     }
 
     /// Start `proto` over an open stream (plain TCP, TLS, ...). `host` names the server
@@ -200,6 +218,25 @@ impl Client {
             timeout,
             inner,
         })
+    }
+
+    /// The exact bytes this client would write for one call with id 0, on a stream
+    /// protocol (HTTP: `Unsupported`). The bench replays them to a bare echo server
+    /// to measure the ceiling of the same traffic.
+    pub fn request_bytes(
+        proto: ClientProto,
+        method: &str,
+        params: &Params,
+    ) -> Result<bytes::Bytes, ClientError> {
+        use stream::Encode;
+        match proto {
+            ClientProto::JsonrpcTcp => jsonrpc_tcp::Lines.encode(0, method, params),
+            ClientProto::Msgpack => msgpack::Requests.encode(0, method, params),
+            ClientProto::Stomp => stomp::Sends(StompOpts::default()).encode(0, method, params),
+            ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(
+                "HTTP requests are not replayed raw".into(),
+            )),
+        }
     }
 
     pub fn proto(&self) -> ClientProto {

@@ -23,7 +23,7 @@ pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> StreamClient {
     )
 }
 
-struct Requests;
+pub(crate) struct Requests;
 
 impl Encode for Requests {
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError> {

@@ -88,7 +88,7 @@ fn error_text(f: &Frame) -> String {
     .to_string()
 }
 
-struct Sends(StompOpts);
+pub(crate) struct Sends(pub(crate) StompOpts);
 
 impl Encode for Sends {
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError> {

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Measure rpcmux against the servers a user would pick instead, and against bare ceilings,
+# in ONE run on this machine. Writes bench-out/results.csv (every run), then
+# docs/benchmarks.md and docs/benchmarks.png (medians and ratios) via benches/report.py.
+#
+#   peers     Python SimpleXMLRPCServer (threading, HTTP/1.1)  XML-RPC       benches/peers/xmlrpc_server.py
+#             jsonrpsee HTTP server                            JSON-RPC/HTTP benches/peers/jsonrpsee-echo
+#             msgpack-rpc-python (tornado)                     msgpack-rpc   benches/peers/msgpackrpc_server.py
+#   ceilings  bare hyper "ok" server (reads the body)          HTTP          benches/peers/ceilings
+#             bare tokio TCP echo (same bytes back)            streams       benches/peers/ceilings
+#   sniffing  rpcmux with every protocol enabled vs `--protocol <one>`: same load, same run.
+#
+# HTTP load comes from wrk, stream load from `rpcmux bench` (the ceilings with
+# --echo-server). Server and load generator are pinned to different cores with taskset,
+# each given one thread, so neither steals the other's CPU. Runs are interleaved
+# (run 1 of every target, then run 2, ...) so drift spreads over all targets.
+#
+# Usage: benches/compare.sh [--runs N] [--duration SECS] [--no-build] [--no-report]
+# Needs: wrk, taskset, python3, .venvs/msgpackrpc (scripts/setup-test-env), cargo.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+out=${OUT:-$root/bench-out}
+runs=3
+dur=5
+build=1
+report=1
+while (($#)); do
+    case $1 in
+        --runs) runs=$2; shift ;;
+        --duration) dur=$2; shift ;;
+        --no-build) build=0 ;;
+        --no-report) report=0 ;;
+        -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+# Two cores: the server gets the last one, the load generator the first. On a machine
+# with one core both share it (and the doc says so).
+ncpu=$(nproc)
+server_cpu=$((ncpu - 1))
+load_cpu=0
+target=${CARGO_TARGET_DIR:-$root/target}
+peers_target=${PEERS_TARGET_DIR:-$target/peers}
+rpcmux=$target/release/rpcmux
+ceil=$peers_target/release
+msgpack_py=${RPCMUX_PY_MSGPACKRPC:-$root/.venvs/msgpackrpc/bin/python}
+data=$root/benches/data
+
+log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
+command -v taskset >/dev/null || die "taskset not found (util-linux)"
+[[ -x $msgpack_py ]] || die "$msgpack_py not found: run scripts/setup-test-env"
+
+if ((build)); then
+    log "building rpcmux and the peers (release)"
+    (cd "$root" && cargo build --release -q -p rpcmux)
+    (cd "$root/benches/peers/ceilings" && CARGO_TARGET_DIR=$peers_target cargo build --release -q)
+    (cd "$root/benches/peers/jsonrpsee-echo" && CARGO_TARGET_DIR=$peers_target cargo build --release -q)
+fi
+
+mkdir -p "$out/logs"
+results=$out/results.csv
+echo "scenario,target,run,calls_per_sec,p50_ms,p99_ms,errors" >"$results"
+
+# --- servers --------------------------------------------------------------------------
+pids=()
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# start NAME CMD... : run CMD on the server core, wait for its "listening on ADDR" line,
+# and set ADDR[NAME].
+declare -A ADDR
+start() {
+    local name=$1; shift
+    local logf=$out/logs/$name.log
+    TOKIO_WORKER_THREADS=1 taskset -c "$server_cpu" "$@" >"$logf" 2>&1 &
+    pids+=($!)
+    local i
+    for i in $(seq 100); do
+        if grep -q '^listening on ' "$logf"; then
+            ADDR[$name]=$(sed -n 's/^listening on //p' "$logf" | head -1)
+            log "$name on ${ADDR[$name]}"
+            return
+        fi
+        sleep 0.1
+    done
+    die "$name did not start; see $logf"
+}
+
+start rpcmux-all "$rpcmux" serve --threads 1 --listen 127.0.0.1:0
+start rpcmux-http "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol http
+start rpcmux-jsonrpc-tcp "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol jsonrpc-tcp
+start rpcmux-msgpack "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol msgpack
+start python-xmlrpc python3 "$root/benches/peers/xmlrpc_server.py" "$(free_port)"
+start jsonrpsee "$ceil/jsonrpsee-echo" 127.0.0.1:0
+start msgpack-rpc-python "$msgpack_py" "$root/benches/peers/msgpackrpc_server.py" "$(free_port)"
+start hyper-ok "$ceil/hyper-ok" 127.0.0.1:0
+start tcp-echo "$ceil/tcp-echo" 127.0.0.1:0
+
+# --- load -----------------------------------------------------------------------------
+# wrk's latency figures in ms ("1.23ms", "850.00us", "1.02s").
+to_ms() {
+    awk -v v="$1" 'BEGIN {
+        if (v ~ /us$/) { sub(/us$/, "", v); print v / 1000 }
+        else if (v ~ /ms$/) { sub(/ms$/, "", v); print v + 0 }
+        else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1000 }
+        else print v }'
+}
+
+# wrk_load SCENARIO TARGET RUN BODY CTYPE CONNS [close]
+wrk_load() {
+    local scen=$1 tgt=$2 run=$3 body=$4 ctype=$5 conns=$6 close=${7:-}
+    local url="http://${ADDR[$tgt]}/RPC2" f=$out/logs/$scen.$tgt.$run.wrk
+    # One second unmeasured first: connections open, caches and allocators warm.
+    taskset -c "$load_cpu" wrk -t1 -c"$conns" -d1s -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >/dev/null 2>&1 || true
+    taskset -c "$load_cpu" wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >"$f" 2>&1
+    local rps p50 p99 non2xx sockerr
+    rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
+    p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$f")")
+    p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$f")")
+    non2xx=$(awk '/Non-2xx/ {print $NF}' "$f")
+    sockerr=$(awk '/Socket errors/ {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i; print n}' "$f")
+    echo "$scen,$tgt,$run,$rps,$p50,$p99,$((${non2xx:-0} + ${sockerr:-0}))" >>"$results"
+    log "$scen $tgt run $run: $rps req/s (p50 ${p50} ms, errors $((${non2xx:-0} + ${sockerr:-0})))"
+}
+
+# wrk_check SCENARIO TARGET BODY CTYPE: a short run that reads every reply and fails on
+# any fault or error (wrk counts those as successes).
+wrk_check() {
+    local scen=$1 tgt=$2 body=$3 ctype=$4 f=$out/logs/$1.$2.check
+    taskset -c "$load_cpu" wrk -t1 -c4 -d1s -s "$root/benches/wrk_check.lua" "http://${ADDR[$tgt]}/RPC2" -- "$body" "$ctype" >"$f" 2>&1
+    grep -q 'checked replies: ok=[1-9][0-9]* fault_or_error=0$' "$f" || die "$scen $tgt: bad replies: $(grep checked "$f")"
+}
+
+# bench_load SCENARIO TARGET RUN PROTO CONNS PIPELINE [--echo-server]
+bench_load() {
+    local scen=$1 tgt=$2 run=$3 proto=$4 conns=$5 pipe=$6 extra=${7:-}
+    local f=$out/logs/$scen.$tgt.$run.csv
+    taskset -c "$load_cpu" "$rpcmux" bench --threads 1 -q --csv --proto "$proto" \
+        --connections "$conns" --pipeline "$pipe" --duration "$dur" --warmup 1 \
+        --payload musicentry $extra "${ADDR[$tgt]}" >"$f" 2>"$f.err"
+    # Columns: see `rpcmux bench --csv` (calls_per_sec 8, errors 9, p50 13, p99 15).
+    local row
+    row=$(tail -1 "$f" | awk -F, '{printf "%s,%s,%s,%s", $8, $13, $15, $9}')
+    echo "$scen,$tgt,$run,$row" >>"$results"
+    log "$scen $tgt run $run: $(cut -d, -f1 <<<"$row") calls/s (errors $(cut -d, -f4 <<<"$row"))"
+}
+
+xml_echo=$data/xmlrpc_echo_req.xml
+json_echo=$data/jsonrpc_echo_req.json
+json_ping=$data/jsonrpc_ping_req.json
+
+log "checking every HTTP target answers without faults"
+for t in python-xmlrpc rpcmux-all rpcmux-http; do wrk_check xmlrpc-echo "$t" "$xml_echo" text/xml; done
+for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "$json_echo" application/json; done
+
+started=$(date +%s)
+for run in $(seq "$runs"); do
+    log "run $run of $runs"
+    # XML-RPC over HTTP, echo(MusicEntry), 64 connections (as in the reference figures).
+    for t in python-xmlrpc rpcmux-all rpcmux-http hyper-ok; do
+        wrk_load xmlrpc-echo "$t" "$run" "$xml_echo" text/xml 64
+    done
+    # JSON-RPC over HTTP, echo(MusicEntry), 64 connections.
+    for t in jsonrpsee rpcmux-all rpcmux-http hyper-ok; do
+        wrk_load jsonrpc-http-echo "$t" "$run" "$json_echo" application/json 64
+    done
+    # A new connection per call: every call pays the sniffer. ping, 16 connections.
+    for t in rpcmux-all rpcmux-http; do
+        wrk_load jsonrpc-http-ping-newconn "$t" "$run" "$json_ping" application/json 16 close
+    done
+    # msgpack-rpc over TCP, echo(MusicEntry), 16 connections x 8 calls in flight.
+    bench_load msgpack-echo msgpack-rpc-python "$run" msgpack 16 8
+    bench_load msgpack-echo rpcmux-all "$run" msgpack 16 8
+    bench_load msgpack-echo rpcmux-msgpack "$run" msgpack 16 8
+    bench_load msgpack-echo tcp-echo "$run" msgpack 16 8 --echo-server
+    # JSON-RPC over raw TCP, echo(MusicEntry), 16 x 8.
+    bench_load jsonrpc-tcp-echo rpcmux-all "$run" jsonrpc-tcp 16 8
+    bench_load jsonrpc-tcp-echo rpcmux-jsonrpc-tcp "$run" jsonrpc-tcp 16 8
+    bench_load jsonrpc-tcp-echo tcp-echo "$run" jsonrpc-tcp 16 8 --echo-server
+    # JSON-RPC over STOMP, echo(MusicEntry): 16 x 8, and one connection, one call at a time.
+    bench_load stomp-echo rpcmux-all "$run" stomp 16 8
+    bench_load stomp-echo tcp-echo "$run" stomp 16 8 --echo-server
+    bench_load stomp-echo-1conn rpcmux-all "$run" stomp 1 1
+done
+log "measured in $(($(date +%s) - started)) s; results in $results"
+
+{
+    echo "nproc=$ncpu"
+    echo "cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+    echo "kernel=$(uname -r)"
+    echo "rustc=$(rustc --version)"
+    echo "python=$(python3 --version 2>&1)"
+    echo "wrk=$(wrk -v 2>&1 | head -1)"
+    echo "server_cpu=$server_cpu"
+    echo "load_cpu=$load_cpu"
+    echo "runs=$runs"
+    echo "duration_s=$dur"
+    echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "commit=$(git -C "$root" rev-parse --short HEAD)"
+} >"$out/machine.txt"
+
+if ((report)); then
+    # The plot needs matplotlib: a throwaway venv under bench-out when python3 lacks it.
+    py=python3
+    if ! python3 -c 'import matplotlib' 2>/dev/null; then
+        py=$out/plot-venv/bin/python
+        if [[ ! -x $py ]] || ! "$py" -c 'import matplotlib' 2>/dev/null; then
+            log "installing matplotlib into $out/plot-venv"
+            python3 -m venv "$out/plot-venv"
+            "$py" -m pip install -q matplotlib || py=python3
+        fi
+    fi
+    "$py" "$root/benches/report.py" "$out" "$root/docs"
+fi

@@ -1,0 +1,39 @@
+//! A bare hyper HTTP/1.1 server: reads the whole request body, answers `ok`.
+//! The ceiling for any RPC over HTTP on this machine (same hyper, no RPC work).
+//! Usage: hyper-ok ADDR (port 0 picks one); prints `listening on IP:PORT`.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::convert::Infallible;
+use tokio::net::TcpListener;
+
+async fn ok(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    // Read the body, as an RPC server must, so the ceiling carries the same bytes.
+    let _ = req.into_body().collect().await;
+    Ok(Response::builder()
+        .header("content-type", "text/plain")
+        .body(Full::new(Bytes::from_static(b"ok")))
+        .expect("static response"))
+}
+
+#[tokio::main]
+async fn main() -> std::io::Result<()> {
+    let addr = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "127.0.0.1:0".into());
+    let listener = TcpListener::bind(&addr).await?;
+    println!("listening on {}", listener.local_addr()?);
+    loop {
+        let (tcp, _) = listener.accept().await?;
+        tcp.set_nodelay(true)?;
+        tokio::spawn(async move {
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), service_fn(ok))
+                .await;
+        });
+    }
+}

@@ -1,0 +1,253 @@
+"""Turn benches/compare.sh's raw runs into docs/benchmarks.md (tables) and docs/benchmarks.png.
+
+Usage: python3 benches/report.py BENCH_OUT_DIR DOCS_DIR
+
+Reads BENCH_OUT_DIR/results.csv (one row per run) and machine.txt. Every figure in the
+doc is a median over the runs; ratios are ratios of medians from the same run of
+compare.sh. A hand-written part of an existing docs/benchmarks.md, between the
+`<!-- notes -->` and `<!-- /notes -->` markers, is kept as it is.
+"""
+import csv
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+SCENARIOS = {
+    "xmlrpc-echo": ("XML-RPC over HTTP", "echo(MusicEntry)", "wrk, 64 connections"),
+    "jsonrpc-http-echo": ("JSON-RPC over HTTP", "echo(MusicEntry)", "wrk, 64 connections"),
+    "jsonrpc-http-ping-newconn": (
+        "JSON-RPC over HTTP, new connection per call",
+        "ping",
+        "wrk, 16 connections, `Connection: close`",
+    ),
+    "msgpack-echo": ("msgpack-rpc over TCP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
+    "jsonrpc-tcp-echo": ("JSON-RPC over TCP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
+    "stomp-echo": ("JSON-RPC over STOMP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
+    "stomp-echo-1conn": ("JSON-RPC over STOMP, one connection", "echo(MusicEntry)", "rpcmux bench, 1 connection x 1 in flight"),
+}
+
+TARGETS = {
+    "rpcmux-all": "rpcmux (all protocols sniffed)",
+    "rpcmux-http": "rpcmux `--protocol http`",
+    "rpcmux-jsonrpc-tcp": "rpcmux `--protocol jsonrpc-tcp`",
+    "rpcmux-msgpack": "rpcmux `--protocol msgpack`",
+    "python-xmlrpc": "Python SimpleXMLRPCServer (threading, HTTP/1.1)",
+    "jsonrpsee": "jsonrpsee 0.26 HTTP server",
+    "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
+    "hyper-ok": "ceiling: bare hyper \"ok\"",
+    "tcp-echo": "ceiling: bare tokio TCP echo",
+}
+
+# (scenario, peer, ceiling, single-protocol rpcmux) for the summary table.
+SUMMARY = [
+    ("xmlrpc-echo", "python-xmlrpc", "hyper-ok", "rpcmux-http"),
+    ("jsonrpc-http-echo", "jsonrpsee", "hyper-ok", "rpcmux-http"),
+    ("jsonrpc-http-ping-newconn", None, None, "rpcmux-http"),
+    ("msgpack-echo", "msgpack-rpc-python", "tcp-echo", "rpcmux-msgpack"),
+    ("jsonrpc-tcp-echo", None, "tcp-echo", "rpcmux-jsonrpc-tcp"),
+    ("stomp-echo", None, "tcp-echo", None),
+    ("stomp-echo-1conn", None, None, None),
+]
+
+
+def load(out):
+    runs = defaultdict(list)
+    with open(out / "results.csv") as f:
+        for row in csv.DictReader(f):
+            runs[(row["scenario"], row["target"])].append(row)
+    machine = {}
+    for line in (out / "machine.txt").read_text().splitlines():
+        k, _, v = line.partition("=")
+        machine[k] = v
+    return runs, machine
+
+
+def med(rows, key):
+    vals = [float(r[key]) for r in rows if r[key] not in ("", None)]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def fmt_rate(x):
+    return f"{x:,.0f}"
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a == a and b == b and b else "n/a"
+
+
+def summary_table(runs):
+    lines = [
+        "| workload | rpcmux calls/s | peer | peer calls/s | **rpcmux / peer** | ceiling calls/s | **rpcmux / ceiling** | one protocol only | sniffing cost |",
+        "|---|---:|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scen, peer, ceil, single in SUMMARY:
+        ours = runs.get((scen, "rpcmux-all"))
+        if not ours:
+            continue
+        o = med(ours, "calls_per_sec")
+        name, call, load = SCENARIOS[scen]
+        cells = [f"{name}, {call} ({load})", fmt_rate(o)]
+        if peer and runs.get((scen, peer)):
+            p = med(runs[(scen, peer)], "calls_per_sec")
+            cells += [TARGETS[peer], fmt_rate(p), f"**{ratio(o, p)}**"]
+        else:
+            cells += ["-", "-", "-"]
+        if ceil and runs.get((scen, ceil)):
+            c = med(runs[(scen, ceil)], "calls_per_sec")
+            cells += [fmt_rate(c), f"**{ratio(o, c)}**"]
+        else:
+            cells += ["-", "-"]
+        if single and runs.get((scen, single)):
+            s = med(runs[(scen, single)], "calls_per_sec")
+            cells += [fmt_rate(s), f"{(1 - o / s) * 100:+.1f} %"]
+        else:
+            cells += ["-", "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def detail_table(runs):
+    lines = [
+        "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) |",
+        "|---|---|---:|---|---:|---:|---:|",
+    ]
+    for scen in SCENARIOS:
+        for tgt in TARGETS:
+            rows = runs.get((scen, tgt))
+            if not rows:
+                continue
+            rates = [float(r["calls_per_sec"]) for r in rows]
+            errors = sum(int(float(r["errors"] or 0)) for r in rows)
+            lines.append(
+                f"| {scen} | {TARGETS[tgt]} | {fmt_rate(statistics.median(rates))} | "
+                f"{fmt_rate(min(rates))} - {fmt_rate(max(rates))} | {med(rows, 'p50_ms'):.2f} | "
+                f"{med(rows, 'p99_ms'):.2f} | {errors} |"
+            )
+    return "\n".join(lines)
+
+
+def plot(runs, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report.py: matplotlib not available; no plot written", file=sys.stderr)
+        return False
+    labels, values, colors = [], [], []
+    palette = {"rpcmux": "#1f77b4", "peer": "#ff7f0e", "ceiling": "#7f7f7f"}
+    for scen in SCENARIOS:
+        group = [(t, runs[(scen, t)]) for t in TARGETS if (scen, t) in runs]
+        if not group:
+            continue
+        for tgt, rows in group:
+            kind = "rpcmux" if tgt.startswith("rpcmux") else ("ceiling" if tgt in ("hyper-ok", "tcp-echo") else "peer")
+            labels.append(f"{scen}: {TARGETS[tgt].replace('`', '')}")
+            values.append(med(rows, "calls_per_sec"))
+            colors.append(palette[kind])
+        labels.append("")
+        values.append(0)
+        colors.append("white")
+    labels, values, colors = labels[:-1], values[:-1], colors[:-1]
+    fig, ax = plt.subplots(figsize=(11, 0.32 * len(labels) + 1.5))
+    y = list(range(len(labels)))[::-1]
+    ax.barh(y, [v if v > 0 else float("nan") for v in values], color=colors)
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("calls per second (median of runs, log scale)")
+    for yy, v in zip(y, values):
+        if v > 0:
+            ax.text(v, yy, f" {v:,.0f}", va="center", fontsize=7)
+    from matplotlib.patches import Patch
+
+    ax.legend(
+        handles=[Patch(color=c, label=k) for k, c in palette.items()],
+        loc="lower right",
+        fontsize=8,
+    )
+    ax.set_title("rpcmux vs peers and ceilings, one run of benches/compare.sh")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
+
+
+def main():
+    out, docs = Path(sys.argv[1]), Path(sys.argv[2])
+    runs, m = load(out)
+    doc = docs / "benchmarks.md"
+    notes = "<!-- notes -->\n<!-- /notes -->"
+    if doc.exists():
+        text = doc.read_text()
+        a, b = text.find("<!-- notes -->"), text.find("<!-- /notes -->")
+        if a >= 0 and b > a:
+            notes = text[a : b + len("<!-- /notes -->")]
+    plotted = plot(runs, docs / "benchmarks.png")
+    body = f"""# Benchmarks
+
+Measured by `benches/compare.sh` in one run on one machine: rpcmux against the servers a
+user would pick instead, and against bare servers that do no RPC work at all (the
+ceilings). Every figure is the **median of {m['runs']} runs** of {m['duration_s']} s; every
+ratio divides two medians from the same run. Compare figures only within this page:
+another machine, or another run, moves them.
+
+**Machine:** {m['nproc']} cores, {m['cpu']}, Linux {m['kernel']}; {m['rustc']}, {m['python']},
+{m['wrk']}. Commit {m['commit']}, {m['date']}.
+
+## Summary
+
+{summary_table(runs)}
+
+- *rpcmux / peer*: how many times the peer's throughput rpcmux reaches on the same load.
+- *rpcmux / ceiling*: the share of a bare server's throughput (no parsing, no dispatch:
+  hyper answering "ok" after reading the body, or a TCP echo of the same request bytes)
+  that rpcmux keeps.
+- *sniffing cost*: the listener that detects every protocol against one started with
+  `--protocol <only that one>`, under the same load in the same run (negative: the
+  sniffing listener was faster, i.e. within noise).
+
+{"![calls per second per workload and server](benchmarks.png)" if plotted else ""}
+
+## Every server, every workload
+
+{detail_table(runs)}
+
+## How it was measured
+
+- **Pinning.** Two cores: every server runs on core {m['server_cpu']} (`taskset`) with one
+  runtime thread (`rpcmux serve --threads 1`; `TOKIO_WORKER_THREADS=1` for jsonrpsee and
+  the ceilings; the Python servers are one process under the GIL anyway). The load generator
+  runs on core {m['load_cpu']} with one thread (`wrk -t1`, `rpcmux bench --threads 1`). So
+  each server gets one full core that the load generator never takes, and the comparison is
+  per core.
+- **Load.** HTTP: `wrk` (the cheapest HTTP load generator per request), POSTing the same
+  body every time (`benches/data/*`, the MusicEntry struct of `shared/reference/payload.py`),
+  after a 1 s unmeasured warm-up run; before measuring, a short `wrk_check.lua` run per
+  target reads every reply and stops the script on any fault or error, since wrk counts
+  those as successes. Streams (msgpack-rpc, JSON-RPC over TCP, STOMP): `rpcmux bench`,
+  which checks every reply (an error reply or a result that is not the MusicEntry counts as
+  an error) and pipelines calls per connection; against the TCP echo ceiling it sends the
+  very same request bytes (`--echo-server`) and checks they come back unchanged.
+- **Runs.** {m['runs']} runs of every target, interleaved (run 1 of each, then run 2, ...),
+  so slow drift on the machine spreads over all targets alike. Release builds
+  (`cargo build --release`: thin LTO).
+- **Limits of this.** The load generator has one core. When a server is faster than the
+  generator can drive (the ceilings, and rpcmux on the lighter loads), the figure is the
+  generator's limit, and the ratio to the ceiling understates the gap rather than
+  overstating it. rpcmux bench is a Rust/tokio client, so it costs more per call than the
+  bare echo server does; wrk costs less than any of the HTTP servers measured.
+
+{notes}
+
+Reproduce: `apt-get install wrk`, `scripts/setup-test-env` (for msgpack-rpc-python), then
+`benches/compare.sh` (about 10 minutes; `--runs`, `--duration` to change). Raw runs land in
+`bench-out/results.csv`, each tool's output in `bench-out/logs/`.
+"""
+    doc.write_text(body)
+    print(f"wrote {doc}" + (" and benchmarks.png" if plotted else ""))
+
+
+if __name__ == "__main__":
+    main()

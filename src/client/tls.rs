@@ -1,0 +1,86 @@
+//! TLS under any protocol (rustls, ring, as the server): the server is verified against
+//! a CA file (no system roots: rpcmux deployments use their own CA, as VDSM's do), and
+//! a client certificate can be presented for mutual TLS.
+
+use super::{ClientError, ClientProto};
+use rustls::crypto::ring;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, RootCertStore};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+use tokio_rustls::TlsConnector;
+
+/// How to speak TLS to the server.
+#[derive(Debug, Clone)]
+pub struct TlsOpts {
+    /// PEM file with the CA certificate(s) the server's certificate must chain to.
+    pub ca: PathBuf,
+    /// PEM client certificate (chain) and its key, for servers that require mutual TLS.
+    pub client_cert: Option<(PathBuf, PathBuf)>,
+    /// The name the server's certificate must carry; default: the host of the address
+    /// (a DNS name or an IP address).
+    pub server_name: Option<String>,
+}
+
+fn bad(what: &str, e: impl std::fmt::Display) -> ClientError {
+    ClientError::Connect(format!("TLS {what}: {e}"))
+}
+
+/// The rustls client configuration for `opts` (built per connection: cheap next to a
+/// handshake, and it keeps the options plain data).
+fn config(opts: &TlsOpts, proto: ClientProto) -> Result<ClientConfig, ClientError> {
+    let ca = &opts.ca.display().to_string();
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(&opts.ca).map_err(|e| bad(ca, e))? {
+        roots
+            .add(cert.map_err(|e| bad(ca, e))?)
+            .map_err(|e| bad(ca, e))?;
+    }
+    if roots.is_empty() {
+        return Err(bad(ca, "no CA certificate in it"));
+    }
+    let builder = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("setup", e))?
+        .with_root_certificates(roots);
+    let mut config = match &opts.client_cert {
+        None => builder.with_no_client_auth(),
+        Some((cert, key)) => {
+            let what = cert.display().to_string();
+            let chain = CertificateDer::pem_file_iter(cert)
+                .map_err(|e| bad(&what, e))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| bad(&what, e))?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| bad(&key.display().to_string(), e))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| bad(&what, e))?
+        }
+    };
+    if !proto.pipelines() {
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    }
+    Ok(config)
+}
+
+/// Run the TLS handshake over `tcp`; `host` is the address's host part.
+pub(crate) async fn handshake(
+    tcp: TcpStream,
+    host: &str,
+    opts: &TlsOpts,
+    proto: ClientProto,
+) -> Result<TlsStream<TcpStream>, ClientError> {
+    let connector = TlsConnector::from(Arc::new(config(opts, proto)?));
+    let name = opts.server_name.as_deref().unwrap_or(host);
+    // `[::1]` in an address is `::1` in a certificate.
+    let name = name.trim_start_matches('[').trim_end_matches(']');
+    let name = ServerName::try_from(name.to_string()).map_err(|e| bad("server name", e))?;
+    connector
+        .connect(name, tcp)
+        .await
+        .map_err(|e| bad("handshake", e))
+}
