@@ -173,6 +173,17 @@ fn xmlrpc_and_msgpack_rpc_over_tls() {
 }
 
 #[test]
+fn jsonrpc_over_stomp_over_mutual_tls() {
+    let pki = Pki::new();
+    let ca = pki.path("ca.pem");
+    let srv = tls_server(&pki, &["--tls", "required", "--tls-client-ca", &ca]);
+    let good = client_cert(&pki, "client");
+    let out = py(&srv, &pki, &["stomp"], &strs(&good));
+    assert_eq!(out["whoami"]["identity"], CLIENT_CN, "{out}");
+    assert_eq!(out["whoami"]["protocol"], "stomp", "{out}");
+}
+
+#[test]
 fn mutual_tls_gives_verbs_the_identity_and_refuses_clients_without_a_good_cert() {
     let pki = Pki::new();
     let ca = pki.path("ca.pem");

@@ -10,6 +10,7 @@ Prints one JSON document on stdout (what the Rust test checks). Commands:
   echo-big N  an N-byte string echoed over TLS, raw TCP and HTTPS; compared here
   xmlrpc      xmlrpc.client.ServerProxy over https: ping, echo, whoami
   msgpack     aio-msgpack-rpc over an asyncio TLS connection: echo, whoami
+  stomp       stomp.py (Connection12, set_ssl) JSON-RPC over STOMP in TLS: whoami
   refused     expect the server to refuse this client (handshake or first read fails)
 --proxy-v1/--proxy-v2 send a PROXY header naming IP:PORT as the client, in plaintext,
 before the TLS handshake (what HAProxy does with `send-proxy` in front of TLS).
@@ -172,6 +173,34 @@ def msgpack():
     return asyncio.run(go())
 
 
+def stomp_rpc():
+    import queue
+
+    import stomp
+
+    replies = queue.Queue()
+
+    class Inbox(stomp.ConnectionListener):
+        def on_message(self, frame):
+            replies.put(json.loads(frame.body))
+
+    conn = stomp.Connection12([(a.host, a.port)], heartbeats=(0, 0), vhost="localhost")
+    conn.set_ssl(for_hosts=[(a.host, a.port)], ca_certs=a.ca, cert_file=a.cert, key_file=a.key)
+    conn.set_listener("", Inbox())
+    conn.connect(wait=True)
+    conn.subscribe(destination="jms.topic.vdsm_responses", id="r", ack="auto")
+    for i, (method, params) in enumerate([("echo", [MUSIC_ENTRY]), ("whoami", [])]):
+        conn.send(destination="jms.topic.vdsm_requests", body=json.dumps(rpc(method, params, i)),
+                  headers={"reply-to": "jms.topic.vdsm_responses"})
+    got = {}
+    while len(got) < 2:
+        r = replies.get(timeout=20)
+        got[r["id"]] = r["result"]
+    conn.disconnect(receipt="bye")
+    assert got[0] == MUSIC_ENTRY, got[0]
+    return {"whoami": got[1]}
+
+
 def refused():
     try:
         s = tls_socket()
@@ -184,6 +213,7 @@ def refused():
     raise SystemExit(f"expected a refusal, got a reply: {line[:200]!r}")
 
 
-commands = {"https": https, "tcp": tcp, "xmlrpc": xml, "msgpack": msgpack, "refused": refused,
+commands = {"https": https, "tcp": tcp, "xmlrpc": xml, "msgpack": msgpack, "stomp": stomp_rpc,
+            "refused": refused,
             "echo-big": lambda: echo_big(int(a.arg))}
 print(json.dumps(commands[a.command]()))
