@@ -4,12 +4,12 @@
 //! bytes that cannot start a value are skipped through the next newline; a value
 //! larger than the frame cap gets an error line and the connection is closed.
 
-use super::session::{self, Calls, Close, DriveOpts, Framer};
+use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
 use crate::io::{Rewind, Stream};
 use crate::server::ConnInfo;
 use crate::server::Shared;
-use crate::verbs::{CallContext, Session, VerbTable};
+use crate::verbs::{CallContext, VerbTable};
 use bytes::{BufMut, BytesMut};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_value::RpcError;
@@ -98,25 +98,14 @@ fn line(out: &mut BytesMut, body: &[u8]) {
 }
 
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let limits = &shared.config.limits;
-    let (prefix, io) = io.into_parts();
-    let (tx, rx) = tokio::sync::mpsc::channel(256);
-    let kill = tokio_util::sync::CancellationToken::new();
-    let mut ctx = info.call_context("jsonrpc-tcp", &shared);
-    ctx.session = Some(Session {
-        conn_id: info.id,
-        outbox: tx,
-        kill: kill.clone(),
-    });
-    let framer = JsonTcp {
+    let limits = shared.config.limits.clone();
+    let verbs = shared.verbs.clone();
+    session::serve(io, info, shared, "jsonrpc-tcp", |ctx| JsonTcp {
         splitter: Splitter::new(limits.max_frame),
-        verbs: shared.verbs.clone(),
+        verbs,
         ctx,
         parallel: limits.max_in_flight,
         max_frame: limits.max_frame,
-    };
-    let opts = DriveOpts::new(&shared, &info, kill);
-    let (rd, wr) = session::split(io);
-    session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
-    shared.events.drop_connection(info.id);
+    })
+    .await;
 }

@@ -5,11 +5,11 @@
 //! resynchronised, so a framing error is logged and the connection closed after the
 //! replies already owed are written.
 
-use super::session::{self, Calls, Close, DriveOpts, Framer};
+use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{CallContext, Session, VerbTable};
+use crate::verbs::{CallContext, VerbTable};
 use bytes::BytesMut;
 use rpcmux_msgpack_rpc::{encode_notification, encode_response, Limits, Message, MsgpackRpcCodec};
 use rpcmux_value::{Params, RpcError, Value};
@@ -102,24 +102,14 @@ fn limits(shared: &Shared) -> Limits {
 }
 
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let (prefix, io) = io.into_parts();
-    let (tx, rx) = tokio::sync::mpsc::channel(256);
-    let kill = tokio_util::sync::CancellationToken::new();
-    let mut ctx = info.call_context("msgpack-rpc", &shared);
-    ctx.session = Some(Session {
-        conn_id: info.id,
-        outbox: tx,
-        kill: kill.clone(),
-    });
-    let framer = Msgpack {
-        codec: MsgpackRpcCodec::new(limits(&shared)),
-        verbs: shared.verbs.clone(),
+    let codec = MsgpackRpcCodec::new(limits(&shared));
+    let verbs = shared.verbs.clone();
+    session::serve(io, info, shared, "msgpack-rpc", |ctx| Msgpack {
+        codec,
+        verbs,
         ctx,
-    };
-    let opts = DriveOpts::new(&shared, &info, kill);
-    let (rd, wr) = session::split(io);
-    session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
-    shared.events.drop_connection(info.id);
+    })
+    .await;
 }
 
 /// An `application/msgpack` HTTP body: one request (or notification). Returns the

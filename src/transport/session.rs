@@ -92,6 +92,39 @@ impl DriveOpts {
     }
 }
 
+/// Events queued between the hub and one connection's driver; a full queue means the
+/// subscriber cannot keep up and the hub drops it.
+const EVENT_QUEUE: usize = 256;
+
+/// Run a stream protocol on `io`: give the framer (built from the connection's call
+/// context, which can receive events) to the driver, and forget the connection's
+/// subscriptions when it ends. Shared by raw-TCP JSON-RPC, msgpack-rpc and STOMP.
+pub(crate) async fn serve<S, F>(
+    io: crate::io::Rewind<S>,
+    info: crate::server::ConnInfo,
+    shared: Arc<crate::server::Shared>,
+    protocol: &'static str,
+    make_framer: impl FnOnce(crate::verbs::CallContext) -> F,
+) where
+    S: crate::io::Stream,
+    F: Framer,
+{
+    let (prefix, io) = io.into_parts();
+    let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+    let kill = CancellationToken::new();
+    let mut ctx = info.call_context(protocol, &shared);
+    ctx.session = Some(crate::verbs::Session {
+        conn_id: info.id,
+        outbox: tx,
+        kill: kill.clone(),
+    });
+    let framer = make_framer(ctx);
+    let opts = DriveOpts::new(&shared, &info, kill);
+    let (rd, wr) = tokio::io::split(io);
+    drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
+    shared.events.drop_connection(info.id);
+}
+
 /// Unsent output past which the driver stops reading and stops taking events.
 pub(crate) const MAX_OUT: usize = 4 << 20;
 
@@ -218,11 +251,4 @@ fn ticker_for(every: Option<Duration>) -> tokio::time::Interval {
     let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     t
-}
-
-/// Split any stream into read and write halves for [`drive`].
-pub(crate) fn split<S: crate::io::Stream>(
-    io: S,
-) -> (tokio::io::ReadHalf<S>, tokio::io::WriteHalf<S>) {
-    tokio::io::split(io)
 }

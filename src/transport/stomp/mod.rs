@@ -25,9 +25,7 @@ pub use config::StompConfig;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
 use crate::sniff;
-use crate::transport::session::{self, DriveOpts};
-use crate::verbs::Session;
-use bytes::BytesMut;
+use crate::transport::session;
 use std::sync::Arc;
 
 /// The sniffer probe: any STOMP client command (so a reconnecting client that starts
@@ -42,21 +40,11 @@ pub fn probe(prefix: &[u8]) -> sniff::Probe {
 
 /// Run a STOMP session on a sniffed connection until either side closes it.
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let (prefix, io) = io.into_parts();
-    // Events queue here between the hub and the driver; a full queue drops the connection.
-    let (tx, rx) = tokio::sync::mpsc::channel(256);
-    let kill = tokio_util::sync::CancellationToken::new();
-    let mut ctx = info.call_context("stomp", &shared);
-    ctx.session = Some(Session {
-        conn_id: info.id,
-        outbox: tx,
-        kill: kill.clone(),
-    });
-    let framer = framer::Stomp::new(shared.clone(), ctx, info.id);
-    let opts = DriveOpts::new(&shared, &info, kill);
-    let (rd, wr) = session::split(io);
-    session::drive(rd, wr, BytesMut::from(&prefix[..]), framer, rx, opts).await;
-    shared.events.drop_connection(info.id);
+    let (conn_id, for_framer) = (info.id, shared.clone());
+    session::serve(io, info, shared, "stomp", |ctx| {
+        framer::Stomp::new(for_framer, ctx, conn_id)
+    })
+    .await;
 }
 
 #[cfg(test)]
