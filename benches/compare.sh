@@ -65,7 +65,7 @@ fi
 
 mkdir -p "$out/logs"
 results=$out/results.csv
-echo "scenario,target,run,calls_per_sec,p50_ms,p99_ms,errors" >"$results"
+echo "scenario,target,run,calls_per_sec,p50_ms,p99_ms,errors,server_cpu" >"$results"
 
 # --- servers --------------------------------------------------------------------------
 pids=()
@@ -79,12 +79,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # start NAME CMD... : run CMD on the server core, wait for its "listening on ADDR" line,
 # and set ADDR[NAME].
-declare -A ADDR
+declare -A ADDR PID
 start() {
     local name=$1; shift
     local logf=$out/logs/$name.log
     TOKIO_WORKER_THREADS=1 taskset -c "$server_cpu" "$@" >"$logf" 2>&1 &
     pids+=($!)
+    PID[$name]=$!  # taskset execs the server: same pid
     local i
     for i in $(seq 100); do
         if grep -q '^listening on ' "$logf"; then
@@ -108,6 +109,20 @@ start hyper-ok "$ceil/hyper-ok" 127.0.0.1:0
 start tcp-echo "$ceil/tcp-echo" 127.0.0.1:0
 
 # --- load -----------------------------------------------------------------------------
+# CPU time (user + system, all threads) a server has used so far, in clock ticks. The
+# share of its core a server used during a run tells whether it was saturated or the
+# load generator was the limit.
+hz=$(getconf CLK_TCK)
+cpu_ticks() { awk '{print $14 + $15}' "/proc/${PID[$1]}/stat"; }
+now_ms() { date +%s%3N; }
+# cpu_share TARGET TICKS0 MS0: the fraction of one core used since (TICKS0, MS0).
+cpu_share() {
+    local t1 m1
+    t1=$(cpu_ticks "$1")
+    m1=$(now_ms)
+    awk -v t="$((t1 - $2))" -v ms="$((m1 - $3))" -v hz="$hz" 'BEGIN { printf "%.2f", t / hz / (ms / 1000) }'
+}
+
 # wrk's latency figures in ms ("1.23ms", "850.00us", "1.02s").
 to_ms() {
     awk -v v="$1" 'BEGIN {
@@ -123,15 +138,19 @@ wrk_load() {
     local url="http://${ADDR[$tgt]}/RPC2" f=$out/logs/$scen.$tgt.$run.wrk
     # One second unmeasured first: connections open, caches and allocators warm.
     taskset -c "$load_cpu" wrk -t1 -c"$conns" -d1s -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >/dev/null 2>&1 || true
+    local t0 m0 cpu
+    t0=$(cpu_ticks "$tgt")
+    m0=$(now_ms)
     taskset -c "$load_cpu" wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >"$f" 2>&1
+    cpu=$(cpu_share "$tgt" "$t0" "$m0")
     local rps p50 p99 non2xx sockerr
     rps=$(awk '/^Requests\/sec:/ {print $2}' "$f")
     p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$f")")
     p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$f")")
     non2xx=$(awk '/Non-2xx/ {print $NF}' "$f")
     sockerr=$(awk '/Socket errors/ {n = 0; for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+,?$/) n += $i; print n}' "$f")
-    echo "$scen,$tgt,$run,$rps,$p50,$p99,$((${non2xx:-0} + ${sockerr:-0}))" >>"$results"
-    log "$scen $tgt run $run: $rps req/s (p50 ${p50} ms, errors $((${non2xx:-0} + ${sockerr:-0})))"
+    echo "$scen,$tgt,$run,$rps,$p50,$p99,$((${non2xx:-0} + ${sockerr:-0})),$cpu" >>"$results"
+    log "$scen $tgt run $run: $rps req/s (p50 ${p50} ms, errors $((${non2xx:-0} + ${sockerr:-0})), server CPU $cpu)"
 }
 
 # wrk_check SCENARIO TARGET BODY CTYPE: a short run that reads every reply and fails on
@@ -145,15 +164,18 @@ wrk_check() {
 # bench_load SCENARIO TARGET RUN PROTO CONNS PIPELINE [--echo-server]
 bench_load() {
     local scen=$1 tgt=$2 run=$3 proto=$4 conns=$5 pipe=$6 extra=${7:-}
-    local f=$out/logs/$scen.$tgt.$run.csv
+    local f=$out/logs/$scen.$tgt.$run.csv t0 m0 cpu
+    t0=$(cpu_ticks "$tgt")
+    m0=$(now_ms)
     taskset -c "$load_cpu" "$rpcmux" bench --threads 1 -q --csv --proto "$proto" \
         --connections "$conns" --pipeline "$pipe" --duration "$dur" --warmup 1 \
         --payload musicentry $extra "${ADDR[$tgt]}" >"$f" 2>"$f.err"
+    cpu=$(cpu_share "$tgt" "$t0" "$m0")  # warmup included: the load is the same throughout
     # Columns: see `rpcmux bench --csv` (calls_per_sec 8, errors 9, p50 13, p99 15).
     local row
     row=$(tail -1 "$f" | awk -F, '{printf "%s,%s,%s,%s", $8, $13, $15, $9}')
-    echo "$scen,$tgt,$run,$row" >>"$results"
-    log "$scen $tgt run $run: $(cut -d, -f1 <<<"$row") calls/s (errors $(cut -d, -f4 <<<"$row"))"
+    echo "$scen,$tgt,$run,$row,$cpu" >>"$results"
+    log "$scen $tgt run $run: $(cut -d, -f1 <<<"$row") calls/s (errors $(cut -d, -f4 <<<"$row"), server CPU $cpu)"
 }
 
 xml_echo=$data/xmlrpc_echo_req.xml
@@ -165,6 +187,8 @@ for t in python-xmlrpc rpcmux-all rpcmux-http; do wrk_check xmlrpc-echo "$t" "$x
 for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "$json_echo" application/json; done
 
 started=$(date +%s)
+# Anything else running on the machine skews every figure: say how busy it was.
+loadavg_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for run in $(seq "$runs"); do
     log "run $run of $runs"
     # XML-RPC over HTTP, echo(MusicEntry), 64 connections (as in the reference figures).
@@ -207,6 +231,8 @@ log "measured in $(($(date +%s) - started)) s; results in $results"
     echo "runs=$runs"
     echo "duration_s=$dur"
     echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
+    echo "loadavg_before=$loadavg_before"
+    echo "loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "commit=$(git -C "$root" rev-parse --short HEAD)"
 } >"$out/machine.txt"
 

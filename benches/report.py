@@ -109,8 +109,8 @@ def summary_table(runs):
 
 def detail_table(runs):
     lines = [
-        "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) |",
-        "|---|---|---:|---|---:|---:|---:|",
+        "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) | server CPU (cores) | calls per server CPU-second |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
     ]
     for scen in SCENARIOS:
         for tgt in TARGETS:
@@ -119,10 +119,14 @@ def detail_table(runs):
                 continue
             rates = [float(r["calls_per_sec"]) for r in rows]
             errors = sum(int(float(r["errors"] or 0)) for r in rows)
+            cpu = med(rows, "server_cpu")
+            per_cpu = statistics.median(
+                float(r["calls_per_sec"]) / float(r["server_cpu"]) for r in rows if float(r["server_cpu"] or 0) > 0
+            ) if any(float(r["server_cpu"] or 0) > 0 for r in rows) else float("nan")
             lines.append(
                 f"| {scen} | {TARGETS[tgt]} | {fmt_rate(statistics.median(rates))} | "
                 f"{fmt_rate(min(rates))} - {fmt_rate(max(rates))} | {med(rows, 'p50_ms'):.2f} | "
-                f"{med(rows, 'p99_ms'):.2f} | {errors} |"
+                f"{med(rows, 'p99_ms'):.2f} | {errors} | {cpu:.2f} | {fmt_rate(per_cpu)} |"
             )
     return "\n".join(lines)
 
@@ -154,8 +158,9 @@ def plot(runs, path):
     fig, ax = plt.subplots(figsize=(11, 0.32 * len(labels) + 1.5))
     y = list(range(len(labels)))[::-1]
     ax.barh(y, [v if v > 0 else float("nan") for v in values], color=colors)
-    ax.set_yticks(y)
-    ax.set_yticklabels(labels, fontsize=8)
+    ticks = [(yy, lab) for yy, lab in zip(y, labels) if lab]
+    ax.set_yticks([t for t, _ in ticks])
+    ax.set_yticklabels([lab for _, lab in ticks], fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("calls per second (median of runs, log scale)")
     for yy, v in zip(y, values):
@@ -194,7 +199,8 @@ ratio divides two medians from the same run. Compare figures only within this pa
 another machine, or another run, moves them.
 
 **Machine:** {m['nproc']} cores, {m['cpu']}, Linux {m['kernel']}; {m['rustc']}, {m['python']},
-{m['wrk']}. Commit {m['commit']}, {m['date']}.
+{m['wrk']}. Commit {m['commit']}, {m['date']}. Load average (1, 5, 15 min) before the
+runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
 
 ## Summary
 
@@ -213,6 +219,11 @@ another machine, or another run, moves them.
 ## Every server, every workload
 
 {detail_table(runs)}
+
+*Server CPU* is the share of its one core the server process used during the run (user +
+system time of all its threads, from `/proc`). Near 1.00 the server was the limit; well
+below it, the load generator was, and *calls per server CPU-second* (calls/s divided by
+that share) is the fairer per-core comparison.
 
 ## How it was measured
 

@@ -74,14 +74,19 @@ pub async fn run(
             .map_err(|e| format!("--echo-server: {e}"))?;
         let conns = connect_raw(cfg).await?;
         (start, measure_from, end) = times(cfg);
+        let plan = Arc::new(echo::Plan {
+            proto: cfg.proto,
+            request,
+            expect: p.expect.clone(),
+            pipeline: cfg.pipeline,
+            measure_from,
+            end,
+        });
         for tcp in conns {
             tasks.push(tokio::spawn(echo::connection(
                 tcp,
-                request.clone(),
-                cfg.pipeline,
+                plan.clone(),
                 progress.clone(),
-                measure_from,
-                end,
             )));
         }
     } else {
