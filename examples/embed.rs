@@ -29,7 +29,7 @@ async fn main() -> std::io::Result<()> {
                     return Err(RpcError::new(10, "n must not be negative"));
                 }
                 let now = c.fetch_add(n, Ordering::Relaxed) + n;
-                let mut params = Map::new();
+                let mut params = Map::default();
                 params.insert("value".into(), Value::Int(now));
                 ctx.events.publish("|counter|changed", params);
                 Ok(Value::Int(now))

@@ -155,9 +155,9 @@ fn register_host(t: &mut VerbTable) {
 }
 
 fn publish_status(ctx: &crate::CallContext, id: &str, status: &str) {
-    let mut inner = Map::new();
+    let mut inner = Map::default();
     inner.insert("status".into(), status.into());
-    let mut params = Map::new();
+    let mut params = Map::default();
     params.insert(id.to_owned(), Value::Struct(inner));
     ctx.events.publish(&format!("|virt|VM_status|{id}"), params);
 }

@@ -169,8 +169,12 @@ mod tests {
         let (fast, mut fast_rx) = session(2, 16);
         hub.subscribe("*", slow);
         hub.subscribe("|virt", fast);
-        assert_eq!(hub.publish("|virt|a", Map::new()), 2);
-        assert_eq!(hub.publish("|virt|b", Map::new()), 1, "slow one is full");
+        assert_eq!(hub.publish("|virt|a", Map::default()), 2);
+        assert_eq!(
+            hub.publish("|virt|b", Map::default()),
+            1,
+            "slow one is full"
+        );
         assert!(kill.is_cancelled());
         assert_eq!(hub.subscriber_count(), 1);
         assert_eq!(fast_rx.try_recv().unwrap().name, "|virt|a");

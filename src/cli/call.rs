@@ -159,7 +159,7 @@ fn params_from_args(args: &[String]) -> Result<Params, String> {
             args.iter().map(|a| literal(a)).collect(),
         ));
     }
-    let mut map = Map::new();
+    let mut map = Map::default();
     for (arg, kv) in args.iter().zip(named) {
         let (k, v) = kv.ok_or_else(|| {
             format!("cannot mix positional {arg:?} with name=value params; use -f for JSON params")

@@ -130,7 +130,7 @@ fn open_typed(cur: &mut Cursor<'_>, tag: Tag) -> Result<Body, RpcError> {
             }
             tok => Err(cur.unexpected(&tok, "<data>")),
         },
-        Tag::Struct => Ok(Body::Open(Frame::Struct(Map::new(), String::new()))),
+        Tag::Struct => Ok(Body::Open(Frame::Struct(Map::default(), String::new()))),
         t if t.is_scalar() => {
             let text = cur.read_text(t)?;
             let v = scalar::decode(t, text)?;
@@ -195,7 +195,11 @@ mod tests {
         let inner = vstruct! {"z" => Value::Array(vec![]), "a" => Value::Nil};
         assert_eq!(
             v,
-            Value::Array(vec![inner, Value::Array(vec![]), Value::Struct(Map::new())])
+            Value::Array(vec![
+                inner,
+                Value::Array(vec![]),
+                Value::Struct(Map::default())
+            ])
         );
         let keys: Vec<_> = v.as_array().unwrap()[0]
             .as_struct()

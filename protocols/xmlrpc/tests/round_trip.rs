@@ -52,7 +52,7 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
         }
         7 => Value::Array((0..rng.below(5)).map(|_| value(rng, depth - 1)).collect()),
         _ => {
-            let mut m = Map::new();
+            let mut m = Map::default();
             for _ in 0..rng.below(5) {
                 m.insert(string(rng), value(rng, depth - 1));
             }
