@@ -36,7 +36,7 @@ pub struct BenchConfig {
     pub payload: Payload,
     pub opts: ConnectOpts,
     /// The server is a bare byte echo (a ceiling, not an RPC server): send the bytes a
-    /// call of `proto` would, and count a call done when they come back unchanged.
+    /// call of `proto` would, and count a call done when they come back and decode to that call.
     pub echo_server: bool,
 }
 

@@ -40,7 +40,7 @@ pub struct BenchArgs {
     #[arg(long)]
     threads: Option<usize>,
     /// The server is a bare byte echo (a ceiling for comparisons): send the bytes a
-    /// call of --proto would, count a call when they come back unchanged.
+    /// call of --proto would, count a call when they come back and decode to that call.
     #[arg(long)]
     echo_server: bool,
     /// Print the summary as CSV (a header line and one row).
