@@ -1,4 +1,4 @@
-//! A thin layer over quick-xml's streaming reader: it yields only what XML-RPC cares
+//! A thin layer over the lexer ([`crate::lex`]): it yields only what XML-RPC cares
 //! about (open tag, close tag, decoded text, end), enforces the document-wide rules
 //! (UTF-8 only, no DTD, element count) and turns every failure into an [`RpcError`].
 //!
@@ -7,11 +7,10 @@
 //! resolved, and line ends are normalized (`\r\n` and lone `\r` become `\n`), as XML
 //! requires and as Python's expat does; a `\r` written as `&#13;` survives.
 
+use crate::lex::{Lexer, Markup};
 use crate::tag::Tag;
 use crate::unescape::unescape;
 use crate::Limits;
-use quick_xml::events::Event;
-use quick_xml::Reader;
 use rpcmux_value::RpcError;
 use std::borrow::Cow;
 
@@ -25,9 +24,7 @@ pub(crate) enum Tok<'a> {
 }
 
 pub(crate) struct Cursor<'a> {
-    /// The whole body, already checked to be UTF-8.
-    doc: &'a str,
-    reader: Reader<&'a [u8]>,
+    lexer: Lexer<'a>,
     limits: Limits,
     elements: usize,
     /// `<x/>` is reported as `Open(x)` then, on the next call, `Close(x)`.
@@ -46,13 +43,8 @@ impl<'a> Cursor<'a> {
                 e.valid_up_to()
             ))
         })?;
-        let mut reader = Reader::from_str(text);
-        // The defaults already check that end tags match their start tags; say so, since
-        // the grammar below relies on it (a `Close(t)` always closes the last `Open(t)`).
-        reader.config_mut().check_end_names = true;
         Ok(Cursor {
-            doc: text,
-            reader,
+            lexer: Lexer::new(text),
             limits: *limits,
             elements: 0,
             pending_close: None,
@@ -65,44 +57,24 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next token, whitespace included.
-    ///
-    /// The event is matched straight out of `read_event`'s result (no `map_err`, no
-    /// moved local) and the helpers are inlined: this is the parser's inner loop, and
-    /// copying each event around measurably slowed it (store-forwarding stalls).
     #[inline(always)]
     pub(crate) fn next(&mut self) -> Result<Tok<'a>, RpcError> {
         if let Some(tag) = self.pending_close.take() {
             return Ok(Tok::Close(tag));
         }
-        loop {
-            return match self.reader.read_event() {
-                Ok(Event::Start(e)) => self.open(e.name().as_ref()).map(Tok::Open),
-                Ok(Event::Empty(e)) => {
-                    let tag = self.open(e.name().as_ref())?;
+        match self.lexer.next()? {
+            Markup::Start { name, empty } => {
+                let tag = self.open(name.as_bytes())?;
+                if empty {
                     self.pending_close = Some(tag);
-                    Ok(Tok::Open(tag))
                 }
-                Ok(Event::End(e)) => Ok(Tok::Close(Tag::from_name(e.name().as_ref()))),
-                Ok(Event::Text(e)) => self.text(e.into_inner(), true),
-                Ok(Event::CData(e)) => self.text(e.into_inner(), false),
-                // Refused before anything in it is read: no entity is ever declared, so
-                // none is ever expanded (billion laughs, external entities: impossible).
-                Ok(Event::DocType(_)) => Err(RpcError::parse_error(
-                    "DTDs are not allowed (<!DOCTYPE> and entity declarations are refused)",
-                )),
-                Ok(Event::Comment(_) | Event::PI(_) | Event::Decl(_)) => continue,
-                Ok(Event::Eof) => Ok(Tok::Eof),
-                Err(e) => Err(self.xml_error(e)),
-            };
+                Ok(Tok::Open(tag))
+            }
+            Markup::End { name } => Ok(Tok::Close(Tag::from_name(name.as_bytes()))),
+            Markup::Text(t) => decode_text(Cow::Borrowed(t), true).map(Tok::Text),
+            Markup::CData(t) => decode_text(Cow::Borrowed(t), false).map(Tok::Text),
+            Markup::Eof => Ok(Tok::Eof),
         }
-    }
-
-    #[cold]
-    fn xml_error(&self, e: quick_xml::Error) -> RpcError {
-        RpcError::parse_error(format_args!(
-            "{e} (at byte {})",
-            self.reader.error_position()
-        ))
     }
 
     #[inline]
@@ -124,32 +96,6 @@ impl<'a> Cursor<'a> {
             "more than {} XML elements (limit max_elements)",
             self.limits.max_elements
         ))
-    }
-
-    #[inline(always)]
-    fn text(&self, raw: Cow<'a, [u8]>, escaped: bool) -> Result<Tok<'a>, RpcError> {
-        let raw = self.as_str(raw)?;
-        decode_text(raw, escaped).map(Tok::Text)
-    }
-
-    /// Text bytes from quick-xml back as `str`. They are a slice of `doc`, which was
-    /// validated once up front, so locating them in `doc` avoids checking the UTF-8 of
-    /// every text again (`str::get` still checks the slice falls on char boundaries).
-    #[inline(always)]
-    fn as_str(&self, raw: Cow<'a, [u8]>) -> Result<Cow<'a, str>, RpcError> {
-        let bad = |_| RpcError::parse_error("text is not valid UTF-8");
-        match raw {
-            Cow::Borrowed(b) => {
-                let start = (b.as_ptr() as usize).wrapping_sub(self.doc.as_ptr() as usize);
-                match self.doc.get(start..start.wrapping_add(b.len())) {
-                    Some(s) if s.as_ptr() == b.as_ptr() => Ok(Cow::Borrowed(s)),
-                    _ => std::str::from_utf8(b).map(Cow::Borrowed).map_err(bad),
-                }
-            }
-            Cow::Owned(v) => String::from_utf8(v)
-                .map(Cow::Owned)
-                .map_err(|e| bad(e.utf8_error())),
-        }
     }
 
     /// The next token that is not whitespace-only text. Other text here is misplaced.
@@ -199,7 +145,7 @@ impl<'a> Cursor<'a> {
                 Tok::Text(t) if is_xml_space(&t) => continue,
                 _ => Err(RpcError::parse_error(format_args!(
                     "content after the root element (at byte {})",
-                    self.reader.buffer_position()
+                    self.lexer.position()
                 ))),
             };
         }
@@ -243,10 +189,7 @@ impl<'a> Cursor<'a> {
 
     /// An invalid-request error that says where in the body it happened.
     pub(crate) fn invalid(&self, msg: &str) -> RpcError {
-        RpcError::invalid_request(format_args!(
-            "{msg} (at byte {})",
-            self.reader.buffer_position()
-        ))
+        RpcError::invalid_request(format_args!("{msg} (at byte {})", self.lexer.position()))
     }
 
     /// "expected X, found Y". Running out of document is malformed XML, so a parse error.

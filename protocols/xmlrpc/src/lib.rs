@@ -1,7 +1,7 @@
 //! XML-RPC wire format for rpcmux: `<methodCall>` / `<methodResponse>` / `<fault>`
 //! to and from [`rpcmux_value::Value`]. Pure: no sockets, no HTTP.
 //!
-//! Reading streams quick-xml events straight into `Value`s (no DOM), iteratively, under
+//! Reading streams lexer items ([`lex`]) straight into `Value`s (no DOM), iteratively, under
 //! [`Limits`]. Writing appends to one caller-owned `Vec<u8>`.
 //!
 //! Types, both ways: `int`/`i4`, `i8`, `boolean`, `string` (and untyped
@@ -22,6 +22,7 @@
 
 mod cursor;
 mod escape;
+mod lex;
 mod limits;
 mod read;
 mod read_value;

@@ -2,7 +2,7 @@
 //!
 //! Only XML's five predefined entities and character references exist here: no DTD is
 //! ever read, so no other entity can be declared, and any other name is an error.
-//! Unlike quick-xml's own unescape, `&#0;` (and the other C0 controls) are accepted, so
+//! Unlike a general XML unescape (quick-xml's, say), `&#0;` (and the other C0 controls) are accepted, so
 //! whatever rpcmux's writer emits (see `escape.rs`) reads back exactly.
 
 use std::borrow::Cow;
