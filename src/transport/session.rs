@@ -163,8 +163,16 @@ pub(crate) async fn drive<R, W, F>(
     let idle = tokio::time::sleep(opts.idle_timeout);
     tokio::pin!(idle);
     let mut last_input = tokio::time::Instant::now();
+    let mut last_reply = last_input;
     let mut tick_every = framer.tick_every();
     let mut ticker = ticker_for(tick_every);
+    // Made once and polled across iterations: a fresh `cancelled()` per loop turn
+    // registers with (and leaves) the token's waiter list every time, which showed
+    // in profiles of pipelined load.
+    let killed = opts.kill.cancelled();
+    tokio::pin!(killed);
+    let shutting_down = opts.shutdown.cancelled();
+    tokio::pin!(shutting_down);
 
     loop {
         if reading && calls.len() < opts.max_in_flight && !input.is_empty() {
@@ -184,11 +192,17 @@ pub(crate) async fn drive<R, W, F>(
         let can_read = reading && calls.len() < opts.max_in_flight && out.len() < opts.max_out;
         tokio::select! {
             biased;
-            _ = opts.kill.cancelled() => {
+            _ = &mut killed => {
                 tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
                 break;
             }
-            Some(done) = calls.next(), if !calls.is_empty() => framer.reply(done, &mut out),
+            Some(done) = calls.next(), if !calls.is_empty() => {
+                framer.reply(done, &mut out);
+                if calls.is_empty() {
+                    // Idle time counts from the last reply too, not only the last input.
+                    last_reply = tokio::time::Instant::now();
+                }
+            }
             r = write_or_flush(&mut wr, &out), if !out.is_empty() || unflushed => match r {
                 Ok(Some(n)) if n > 0 => { out.advance(n); unflushed = true; }
                 Ok(None) => unflushed = false,
@@ -197,18 +211,20 @@ pub(crate) async fn drive<R, W, F>(
             Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => framer.event(&ev, &mut out),
             r = rd.read_buf(&mut input), if can_read => match r {
                 Ok(0) => reading = false,
-                Ok(_) => {
-                    last_input = tokio::time::Instant::now();
-                    idle.as_mut().reset(last_input + opts.idle_timeout);
-                }
+                // The idle timer is not reset here (a timer-wheel move per read); when it
+                // fires, it re-arms from the last input if there was any since.
+                Ok(_) => last_input = tokio::time::Instant::now(),
                 Err(e) => {
                     tracing::debug!(peer = %opts.peer, error = %e, "read failed");
                     break;
                 }
             },
-            _ = opts.shutdown.cancelled(), if reading => reading = false,
+            _ = &mut shutting_down, if reading => reading = false,
             _ = &mut idle, if reading && calls.is_empty() => {
-                if opts.events.0.is_subscribed(opts.events.1) {
+                let last = last_input.max(last_reply);
+                if last.elapsed() < opts.idle_timeout {
+                    idle.as_mut().reset(last + opts.idle_timeout);
+                } else if opts.events.0.is_subscribed(opts.events.1) {
                     idle.as_mut().reset(tokio::time::Instant::now() + opts.idle_timeout);
                 } else {
                     tracing::info!(peer = %opts.peer, "idle timeout; closing");
