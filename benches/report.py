@@ -109,8 +109,8 @@ def summary_table(runs):
 
 def detail_table(runs):
     lines = [
-        "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) | server CPU (cores) | calls per server CPU-second |",
-        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+        "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) | server CPU | load generator CPU | other CPU (max) | calls per server CPU-second |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for scen in SCENARIOS:
         for tgt in TARGETS:
@@ -126,7 +126,8 @@ def detail_table(runs):
             lines.append(
                 f"| {scen} | {TARGETS[tgt]} | {fmt_rate(statistics.median(rates))} | "
                 f"{fmt_rate(min(rates))} - {fmt_rate(max(rates))} | {med(rows, 'p50_ms'):.2f} | "
-                f"{med(rows, 'p99_ms'):.2f} | {errors} | {cpu:.2f} | {fmt_rate(per_cpu)} |"
+                f"{med(rows, 'p99_ms'):.2f} | {errors} | {cpu:.2f} | {med(rows, 'load_cpu'):.2f} | "
+                f"{max(float(r['other_cpu']) for r in rows):.2f} | {fmt_rate(per_cpu)} |"
             )
     return "\n".join(lines)
 
@@ -221,9 +222,13 @@ runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
 {detail_table(runs)}
 
 *Server CPU* is the share of its one core the server process used during the run (user +
-system time of all its threads, from `/proc`). Near 1.00 the server was the limit; well
-below it, the load generator was, and *calls per server CPU-second* (calls/s divided by
-that share) is the fairer per-core comparison.
+system time of all its threads, from `/proc`); *load generator CPU* the same for wrk or
+`rpcmux bench`. Near 1.00 the server was the limit; with the server well below it and the
+generator near 1.00, the generator was, and *calls per server CPU-second* (calls/s divided
+by the server's share) is the fairer per-core comparison. *Other CPU* is what anything else
+on the machine used during the run (other processes, the hypervisor's steal): a run with
+more than {m.get('max_other', '?')} cores of it was measured again (twice at most), and the column
+shows the worst run kept.
 
 ## How it was measured
 
