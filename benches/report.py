@@ -200,7 +200,7 @@ ratio divides two medians from the same run. Compare figures only within this pa
 another machine, or another run, moves them.
 
 **Machine:** {m['nproc']} cores, {m['cpu']}, Linux {m['kernel']}; {m['rustc']}, {m['python']},
-{m['wrk']}. Commit {m['commit']}, {m['date']}. Load average (1, 5, 15 min) before the
+{m['wrk'].split(' Copyright')[0].replace('debian/', '')}. Built from the work tree at commit {m['commit']}, {m['date']}. Load average (1, 5, 15 min) before the
 runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
 
 ## Summary
@@ -245,15 +245,16 @@ shows the worst run kept.
   those as successes. Streams (msgpack-rpc, JSON-RPC over TCP, STOMP): `rpcmux bench`,
   which checks every reply (an error reply or a result that is not the MusicEntry counts as
   an error) and pipelines calls per connection; against the TCP echo ceiling it sends the
-  very same request bytes (`--echo-server`) and checks they come back unchanged.
+  very same request bytes (`--echo-server`) and decodes and checks every echo as it would
+  a reply, so both generators do a client's work per call.
 - **Runs.** {m['runs']} runs of every target, interleaved (run 1 of each, then run 2, ...),
   so slow drift on the machine spreads over all targets alike. Release builds
   (`cargo build --release`: thin LTO).
-- **Limits of this.** The load generator has one core. When a server is faster than the
-  generator can drive (the ceilings, and rpcmux on the lighter loads), the figure is the
-  generator's limit, and the ratio to the ceiling understates the gap rather than
-  overstating it. rpcmux bench is a Rust/tokio client, so it costs more per call than the
-  bare echo server does; wrk costs less than any of the HTTP servers measured.
+- **Limits of this.** The load generator has one core. Where it, not the server, is the
+  limit (load generator CPU near 1.00, server CPU below: the stream workloads), the
+  calls/s of rpcmux and of the ceiling both say more about the generator than about the
+  servers, and *calls per server CPU-second* is the servers' own comparison. wrk costs
+  far less per request than any HTTP server measured, so the HTTP figures are the servers'.
 
 {notes}
 
