@@ -82,11 +82,7 @@ impl Framer for JsonTcp {
 
     fn event(&mut self, event: &Event, out: &mut BytesMut) {
         let mut body = Vec::with_capacity(128);
-        body.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-        let _ = serde_json::to_writer(&mut body, &event.name);
-        body.extend_from_slice(br#","params":"#);
-        let _ = serde_json::to_writer(&mut body, &event.params);
-        body.push(b'}');
+        rpcmux_jsonrpc::write_notification(&mut body, &event.name, &event.params);
         line(out, &body);
     }
 }

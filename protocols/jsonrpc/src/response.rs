@@ -36,6 +36,15 @@ pub fn write_error(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
     out.push(b'}');
 }
 
+/// A notification `{"jsonrpc":"2.0","method":…,"params":…}`: how servers push events.
+pub fn write_notification(out: &mut Vec<u8>, method: &str, params: &Value) {
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+    write_json(out, method);
+    out.extend_from_slice(br#","params":"#);
+    write_json(out, params);
+    out.push(b'}');
+}
+
 /// A request as a client writes it; `id: None` writes a notification.
 pub fn write_request(out: &mut Vec<u8>, id: Option<&Id>, method: &str, params: &Params) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);

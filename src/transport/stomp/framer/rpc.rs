@@ -143,10 +143,6 @@ impl Stomp {
 /// An event as VDSM sends it: a JSON-RPC notification named after the event.
 pub(super) fn event_body(event: &Event) -> Vec<u8> {
     let mut body = Vec::with_capacity(128);
-    body.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
-    let _ = serde_json::to_writer(&mut body, &event.name);
-    body.extend_from_slice(br#","params":"#);
-    let _ = serde_json::to_writer(&mut body, &event.params);
-    body.push(b'}');
+    rpcmux_jsonrpc::write_notification(&mut body, &event.name, &event.params);
     body
 }
