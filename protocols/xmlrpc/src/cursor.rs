@@ -100,6 +100,11 @@ impl<'a> Cursor<'a> {
 
     /// The next token that is not whitespace-only text. Other text here is misplaced.
     pub(crate) fn next_markup(&mut self) -> Result<Tok<'a>, RpcError> {
+        if self.pending_close.is_none() {
+            // The newlines clients put between elements: skipped in place, without
+            // making (and then discarding) a text token for each.
+            self.lexer.skip_space_before_markup();
+        }
         loop {
             match self.next()? {
                 Tok::Text(t) if is_xml_space(&t) => continue,
@@ -286,6 +291,20 @@ mod tests {
         assert!(matches!(c.next().unwrap(), Tok::Open(Tag::Value)));
         assert!(matches!(c.next().unwrap(), Tok::Close(Tag::Value)));
         assert!(matches!(c.next().unwrap(), Tok::Eof));
+    }
+
+    #[test]
+    fn next_markup_skips_only_whitespace() {
+        let mut c = Cursor::new(b"<value>\n\t <nil/>\r\n</value>\n", &Limits::default()).unwrap();
+        for want in [Tag::Value, Tag::Nil] {
+            assert!(matches!(c.next_markup().unwrap(), Tok::Open(t) if t == want));
+        }
+        assert!(matches!(c.next_markup().unwrap(), Tok::Close(Tag::Nil)));
+        assert!(matches!(c.next_markup().unwrap(), Tok::Close(Tag::Value)));
+        assert!(matches!(c.next_markup().unwrap(), Tok::Eof));
+        let mut c = Cursor::new(b"<value>\n x <nil/></value>", &Limits::default()).unwrap();
+        c.next_markup().unwrap();
+        assert!(c.next_markup().is_err(), "text between elements is refused");
     }
 
     #[test]

@@ -51,6 +51,20 @@ impl<'a> Lexer<'a> {
         self.pos
     }
 
+    /// Move past whitespace when markup (or the end) follows it; text with anything else
+    /// in it is left for [`Lexer::next`].
+    #[inline]
+    pub(crate) fn skip_space_before_markup(&mut self) {
+        let bytes = self.doc.as_bytes();
+        let mut at = self.pos;
+        while at < bytes.len() && is_space(bytes[at]) {
+            at += 1;
+        }
+        if at == bytes.len() || bytes[at] == b'<' {
+            self.pos = at;
+        }
+    }
+
     #[inline]
     pub(crate) fn next(&mut self) -> Result<Markup<'a>, RpcError> {
         let bytes = self.doc.as_bytes();
