@@ -4,8 +4,9 @@
 //! loop and XML-RPC needs only a sliver of XML: elements (attributes are checked for
 //! well-formedness and skipped), text, CDATA, comments and processing instructions
 //! (skipped). One `memchr` per text run, a byte loop per tag name. On the
-//! echo(MusicEntry) body, `parse_call` runs 12% fewer instructions than over quick-xml
-//! (callgrind, same build otherwise). Anything else (DTDs above all) is an error,
+//! echo(MusicEntry) body, `parse_call` runs 12% fewer instructions than over quick-xml,
+//! 25% fewer with whitespace between elements skipped here (callgrind: 548k, 483k, 410k
+//! instructions for criterion's test-mode run). Anything else (DTDs above all) is an error,
 //! never interpreted.
 
 use rpcmux_value::RpcError;
