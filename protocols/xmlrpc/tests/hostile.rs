@@ -1,6 +1,7 @@
 //! Hostile and broken input: every case must give `Err` quickly and never panic.
 
 mod common;
+use common::Rng;
 
 use common::fixture;
 use rpcmux_value::RpcError;
@@ -177,20 +178,6 @@ fn every_truncation_is_an_error_not_a_panic() {
                 );
             }
         }
-    }
-}
-
-/// A tiny deterministic PRNG (xorshift64*), so the fuzz loop needs no extra crates.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 

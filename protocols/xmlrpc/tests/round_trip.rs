@@ -4,18 +4,8 @@
 use rpcmux_value::{DateTime, Map, Value};
 use rpcmux_xmlrpc::{parse_call, parse_response, write_call, write_response, Limits};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+mod common;
+use common::Rng;
 
 /// Characters that stress escaping and decoding: markup, entities-lookalikes, CR/LF,
 /// controls (NUL included), whitespace at the edges, multi-byte UTF-8, U+FFFE.
