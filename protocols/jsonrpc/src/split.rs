@@ -29,6 +29,9 @@ pub struct Splitter {
     depth: usize,
     in_string: bool,
     escaped: bool,
+    /// Offset where a garbage line began, while its newline has not arrived: later bytes
+    /// are searched from `pos` on, never rescanned, and a `{` in them starts nothing.
+    garbage_from: Option<usize>,
 }
 
 impl Splitter {
@@ -43,6 +46,9 @@ impl Splitter {
     /// where the previous call stopped. After a `Value` or `Garbage { skip > 0 }`,
     /// the caller consumes bytes from the front and the splitter starts afresh.
     pub fn next(&mut self, buf: &[u8]) -> Split {
+        if let Some(at) = self.garbage_from {
+            return self.skip_garbage(buf, at);
+        }
         if self.start.is_none() {
             let Some(off) = buf[self.pos..]
                 .iter()
@@ -53,14 +59,8 @@ impl Splitter {
             };
             let at = self.pos + off;
             if !matches!(buf[at], b'{' | b'[') {
-                return match buf[at..].iter().position(|&b| b == b'\n') {
-                    Some(nl) => {
-                        self.reset();
-                        Split::Garbage { skip: at + nl + 1 }
-                    }
-                    None if buf.len() - at > self.max => Split::TooLarge,
-                    None => Split::Garbage { skip: 0 },
-                };
+                self.pos = at;
+                return self.skip_garbage(buf, at);
             }
             self.start = Some(at);
             self.pos = at;
@@ -95,6 +95,23 @@ impl Splitter {
             Split::TooLarge
         } else {
             Split::Incomplete
+        }
+    }
+
+    /// Look for the newline that ends a garbage line begun at `at`, from `pos` on.
+    fn skip_garbage(&mut self, buf: &[u8], at: usize) -> Split {
+        match buf[self.pos..].iter().position(|&b| b == b'\n') {
+            Some(nl) => {
+                let skip = self.pos + nl + 1;
+                self.reset();
+                Split::Garbage { skip }
+            }
+            None if buf.len() - at > self.max => Split::TooLarge,
+            None => {
+                self.garbage_from = Some(at);
+                self.pos = buf.len();
+                Split::Garbage { skip: 0 }
+            }
         }
     }
 
@@ -146,6 +163,16 @@ oops
         assert_eq!(all(input, input.len()), want);
         assert_eq!(all(input, 1), want);
         assert_eq!(all(input, 3), want);
+    }
+
+    #[test]
+    fn a_garbage_line_in_pieces_is_skipped_whole() {
+        let mut sp = Splitter::new(1 << 20);
+        assert_eq!(sp.next(b"xx"), Split::Garbage { skip: 0 });
+        // a `{` inside the garbage line starts no value
+        assert_eq!(sp.next(b"xx {\"a\""), Split::Garbage { skip: 0 });
+        assert_eq!(sp.next(b"xx {\"a\"\n{}"), Split::Garbage { skip: 8 });
+        assert_eq!(sp.next(b"{}"), Split::Value { start: 0, end: 2 });
     }
 
     #[test]
