@@ -63,14 +63,17 @@ impl<'a> Cursor<'a> {
             return Ok(Tok::Close(tag));
         }
         match self.lexer.next()? {
-            Markup::Start { name, empty } => {
-                let tag = self.open(name.as_bytes())?;
+            Markup::Start { name, tag, empty } => {
+                self.count_element()?;
+                if tag == Tag::Other {
+                    self.other_name = name.to_owned();
+                }
                 if empty {
                     self.pending_close = Some(tag);
                 }
                 Ok(Tok::Open(tag))
             }
-            Markup::End { name } => Ok(Tok::Close(Tag::from_name(name.as_bytes()))),
+            Markup::End { tag } => Ok(Tok::Close(tag)),
             Markup::Text(t) => decode_text(Cow::Borrowed(t), true).map(Tok::Text),
             Markup::CData(t) => decode_text(Cow::Borrowed(t), false).map(Tok::Text),
             Markup::Eof => Ok(Tok::Eof),
@@ -78,16 +81,43 @@ impl<'a> Cursor<'a> {
     }
 
     #[inline]
-    fn open(&mut self, qname: &[u8]) -> Result<Tag, RpcError> {
+    fn count_element(&mut self) -> Result<(), RpcError> {
         self.elements += 1;
         if self.elements > self.limits.max_elements {
             return Err(self.too_many_elements());
         }
-        let tag = Tag::from_name(qname);
-        if tag == Tag::Other {
-            self.other_name = String::from_utf8_lossy(qname).into_owned();
+        Ok(())
+    }
+
+    /// Consume `<want>` (whitespace before it skipped) if it comes next in its plain
+    /// spelling; `false` leaves everything for the general path. The fast path of
+    /// [`Cursor::expect_open`] and of the grammar's "this or that" choices.
+    #[inline]
+    pub(crate) fn eat_open(&mut self, want: Tag) -> Result<bool, RpcError> {
+        if self.pending_close.is_some() {
+            return Ok(false);
         }
-        Ok(tag)
+        self.lexer.skip_space_before_markup();
+        if !self.lexer.eat_start(want) {
+            return Ok(false);
+        }
+        self.count_element()?;
+        Ok(true)
+    }
+
+    /// Consume `</want>` (whitespace before it skipped) if it comes next and closes the
+    /// innermost element; `false` leaves everything for the general path.
+    #[inline]
+    pub(crate) fn eat_close(&mut self, want: Tag) -> bool {
+        if let Some(tag) = self.pending_close {
+            if tag == want {
+                self.pending_close = None;
+                return true;
+            }
+            return false;
+        }
+        self.lexer.skip_space_before_markup();
+        self.lexer.eat_end(want)
     }
 
     #[cold]
@@ -115,6 +145,9 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn expect_open(&mut self, want: Tag) -> Result<(), RpcError> {
+        if self.eat_open(want)? {
+            return Ok(());
+        }
         match self.next_markup()? {
             Tok::Open(t) if t == want => Ok(()),
             tok => Err(self.unexpected(&tok, &format!("<{}>", want.name()))),
@@ -122,6 +155,9 @@ impl<'a> Cursor<'a> {
     }
 
     pub(crate) fn expect_close(&mut self, want: Tag) -> Result<(), RpcError> {
+        if self.eat_close(want) {
+            return Ok(());
+        }
         match self.next_markup()? {
             Tok::Close(t) if t == want => Ok(()),
             tok => Err(self.unexpected(&tok, &format!("</{}>", want.name()))),
@@ -159,6 +195,14 @@ impl<'a> Cursor<'a> {
     /// The text content of a text-only element whose open tag was just read, up to and
     /// including its close tag. An empty element gives "".
     pub(crate) fn read_text(&mut self, inside: Tag) -> Result<Cow<'a, str>, RpcError> {
+        if self.pending_close.is_none() {
+            if let Some(text) = self
+                .lexer
+                .eat_plain_text_and_end(inside, self.limits.max_string)
+            {
+                return Ok(Cow::Borrowed(text));
+            }
+        }
         let mut acc: Option<Cow<'a, str>> = None;
         loop {
             match self.next()? {

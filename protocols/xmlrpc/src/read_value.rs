@@ -68,16 +68,21 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
                 }
             }
             match top {
+                Frame::Array(_) if cur.eat_open(Tag::Value)? => continue 'value,
+                Frame::Array(_) if cur.eat_close(Tag::Data) => cur.expect_close(Tag::Array)?,
                 Frame::Array(_) => match cur.next_markup()? {
                     Tok::Open(Tag::Value) => continue 'value,
                     Tok::Close(Tag::Data) => cur.expect_close(Tag::Array)?,
                     tok => return Err(cur.unexpected(&tok, "<value> or </data>")),
                 },
+                Frame::Struct(_, name) if cur.eat_open(Tag::Member)? => {
+                    read_member_name(cur, name)?;
+                    continue 'value;
+                }
+                Frame::Struct(_, _) if cur.eat_close(Tag::Struct) => {}
                 Frame::Struct(_, name) => match cur.next_markup()? {
                     Tok::Open(Tag::Member) => {
-                        cur.expect_open(Tag::Name)?;
-                        *name = cur.read_text(Tag::Name)?.into_owned();
-                        cur.expect_open(Tag::Value)?;
+                        read_member_name(cur, name)?;
                         continue 'value;
                     }
                     Tok::Close(Tag::Struct) => {}
@@ -92,6 +97,13 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
             });
         }
     }
+}
+
+/// After `<member>`: `<name>text</name><value>`, the name into `name`.
+fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcError> {
+    cur.expect_open(Tag::Name)?;
+    *name = cur.read_text(Tag::Name)?.into_owned();
+    cur.expect_open(Tag::Value)
 }
 
 /// Read what follows a `<value>`: untyped text up to `</value>`, a scalar element and
