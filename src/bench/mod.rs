@@ -6,8 +6,8 @@
 //! the N×D tasks keeps its own histogram and counts; they are merged at the end, so
 //! the hot path shares nothing but two relaxed counters for the progress line.
 
-mod echo;
 mod payload;
+mod pipeline;
 mod report;
 mod stats;
 
@@ -16,6 +16,7 @@ pub use report::{Latency, Report, CSV_HEADER};
 pub use stats::{Counts, Outcome, Recorder};
 
 use crate::client::{Client, ClientError, ClientProto, ConnectOpts};
+use bytes::BytesMut;
 use rpcmux_value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -65,26 +66,51 @@ pub async fn run(
     let progress = Arc::new(Progress::default());
     let mut tasks = Vec::with_capacity(cfg.connections * cfg.pipeline);
     let (start, measure_from, end);
+    let p = &cfg.payload;
+    let plan = |template, measure_from, end| {
+        pipeline::Plan::new(
+            cfg.proto,
+            template,
+            p.expect.clone(),
+            cfg.pipeline,
+            measure_from,
+            end,
+            cfg.opts.timeout,
+        )
+        .map(Arc::new)
+    };
     if cfg.echo_server {
         if cfg.opts.tls.is_some() {
             return Err("--echo-server speaks plain TCP: no TLS".into());
         }
-        let p = &cfg.payload;
-        let request = Client::request_bytes(cfg.proto, &p.method, &p.params)
-            .map_err(|e| format!("--echo-server: {e}"))?;
+        let template =
+            Client::request_bytes(cfg.proto, pipeline::PLACEHOLDER_ID, &p.method, &p.params)
+                .map_err(|e| format!("--echo-server: {e}"))?;
         let conns = connect_raw(cfg).await?;
         (start, measure_from, end) = times(cfg);
-        let plan = Arc::new(echo::Plan {
-            proto: cfg.proto,
-            request,
-            expect: p.expect.clone(),
-            pipeline: cfg.pipeline,
-            measure_from,
-            end,
-        });
+        let plan = plan(template, measure_from, end)?;
         for tcp in conns {
-            tasks.push(tokio::spawn(echo::connection(
+            tasks.push(tokio::spawn(pipeline::connection(
                 tcp,
+                BytesMut::new(),
+                pipeline::Answers::Echoes,
+                plan.clone(),
+                progress.clone(),
+            )));
+        }
+    } else if cfg.proto.pipelines() {
+        let conns = connect_streams(cfg).await?;
+        let template = conns[0]
+            .encode
+            .encode(pipeline::PLACEHOLDER_ID, &p.method, &p.params)
+            .map_err(|e| e.to_string())?;
+        (start, measure_from, end) = times(cfg);
+        let plan = plan(template, measure_from, end)?;
+        for c in conns {
+            tasks.push(tokio::spawn(pipeline::connection(
+                c.io,
+                c.input,
+                pipeline::Answers::Replies(c.decode),
                 plan.clone(),
                 progress.clone(),
             )));
@@ -148,6 +174,19 @@ async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<tokio::net::TcpStream>, St
             .and_then(|t| t.set_nodelay(true).map(|_| t))
             .map_err(|e| format!("connection {} of {}: {e}", i + 1, cfg.connections))?;
         conns.push(tcp);
+    }
+    Ok(conns)
+}
+
+async fn connect_streams(
+    cfg: &BenchConfig,
+) -> Result<Vec<crate::client::stream::Parts<Box<dyn crate::client::Io>>>, String> {
+    let mut conns = Vec::with_capacity(cfg.connections);
+    for i in 0..cfg.connections {
+        let c = Client::connect_stream(cfg.proto, &cfg.addr, &cfg.opts)
+            .await
+            .map_err(|e| format!("connection {} of {}: {e}", i + 1, cfg.connections))?;
+        conns.push(c);
     }
     Ok(conns)
 }

@@ -1,20 +1,19 @@
 //! JSON-RPC 2.0 over raw TCP: one request per line out; replies split by bracket depth
 //! (the server writes one per line, but the splitter does not depend on it).
 
-use super::stream::{Decode, Encode, Incoming, StreamClient};
+use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{json, ClientError, ConnectOpts, Io};
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_value::Params;
 
-pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> StreamClient {
-    StreamClient::start(
+pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> Parts<S> {
+    Parts {
         io,
-        BytesMut::new(),
-        Box::new(Lines),
-        Box::new(Replies(Splitter::new(opts.max_reply))),
-        opts.max_reply,
-    )
+        input: BytesMut::new(),
+        encode: Box::new(Lines),
+        decode: Box::new(Replies(Splitter::new(opts.max_reply))),
+    }
 }
 
 pub(crate) struct Lines;

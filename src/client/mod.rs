@@ -30,11 +30,12 @@ mod json;
 mod jsonrpc_tcp;
 mod msgpack;
 mod stomp;
-mod stream;
+pub(crate) mod stream;
 mod tls;
 mod xmlrpc;
 
 pub use error::ClientError;
+pub(crate) use stream::Incoming;
 pub use tls::TlsOpts;
 
 use rpcmux_value::{Params, RpcError, Value};
@@ -169,26 +170,21 @@ impl Client {
         addr: &str,
         opts: ConnectOpts,
     ) -> Result<Client, ClientError> {
-        let tcp = tokio::time::timeout(opts.timeout, TcpStream::connect(addr))
+        let io = dial(proto, addr, &opts).await?;
+        Client::over(proto, io, addr, opts).await
+    }
+
+    /// Connect as [`Client::connect`] does, but hand back a stream protocol's parts
+    /// undriven (for `rpcmux bench`'s own loop). HTTP protocols: `Unsupported`.
+    pub(crate) async fn connect_stream(
+        proto: ClientProto,
+        addr: &str,
+        opts: &ConnectOpts,
+    ) -> Result<stream::Parts<Box<dyn Io>>, ClientError> {
+        let io = dial(proto, addr, opts).await?;
+        tokio::time::timeout(opts.timeout, stream_parts(proto, io, addr, opts))
             .await
-            .map_err(|_| ClientError::Connect(format!("{addr}: timed out")))?
-            .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
-        // Calls are small request/reply messages: never hold one back waiting for more.
-        tcp.set_nodelay(true)
-            .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
-        match &opts.tls {
-            None => Client::over(proto, tcp, addr, opts).await,
-            Some(tls) => {
-                let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-                let handshake = tls::handshake(tcp, host, tls, proto);
-                let stream = tokio::time::timeout(opts.timeout, handshake)
-                    .await
-                    .map_err(|_| {
-                        ClientError::Connect(format!("{addr}: TLS handshake timed out"))
-                    })??;
-                Client::over(proto, stream, addr, opts).await
-            }
-        }
+            .map_err(|_| ClientError::Connect(format!("{proto} handshake timed out")))?
     }
 
     /// Start `proto` over an open stream (plain TCP, TLS, ...). `host` names the server
@@ -205,9 +201,10 @@ impl Client {
                 ClientProto::Xmlrpc | ClientProto::Jsonrpc => {
                     Inner::Http(http::HttpClient::start(proto, io, host, &opts).await?)
                 }
-                ClientProto::JsonrpcTcp => Inner::Stream(jsonrpc_tcp::start(io, &opts)),
-                ClientProto::Stomp => Inner::Stream(stomp::start(io, host, &opts).await?),
-                ClientProto::Msgpack => Inner::Stream(msgpack::start(io, &opts)),
+                _ => Inner::Stream(stream::StreamClient::start(
+                    stream_parts(proto, io, host, &opts).await?,
+                    opts.max_reply,
+                )),
             })
         };
         let inner = tokio::time::timeout(timeout, start)
@@ -220,19 +217,20 @@ impl Client {
         })
     }
 
-    /// The exact bytes this client would write for one call with id 0, on a stream
-    /// protocol (HTTP: `Unsupported`). The bench replays them to a bare echo server
-    /// to measure the ceiling of the same traffic.
+    /// The exact bytes this client would write for one call with id `id`, on a stream
+    /// protocol with default options (HTTP: `Unsupported`). The bench sends them to a
+    /// bare echo server to measure the ceiling of the same traffic.
     pub fn request_bytes(
         proto: ClientProto,
+        id: u32,
         method: &str,
         params: &Params,
     ) -> Result<bytes::Bytes, ClientError> {
         use stream::Encode;
         match proto {
-            ClientProto::JsonrpcTcp => jsonrpc_tcp::Lines.encode(0, method, params),
-            ClientProto::Msgpack => msgpack::Requests.encode(0, method, params),
-            ClientProto::Stomp => stomp::Sends(StompOpts::default()).encode(0, method, params),
+            ClientProto::JsonrpcTcp => jsonrpc_tcp::Lines.encode(id, method, params),
+            ClientProto::Msgpack => msgpack::Requests.encode(id, method, params),
+            ClientProto::Stomp => stomp::Sends(StompOpts::default()).encode(id, method, params),
             ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(
                 "HTTP requests are not replayed raw".into(),
             )),
@@ -269,5 +267,48 @@ impl Client {
         tokio::time::timeout(self.timeout, call)
             .await
             .map_err(|_| ClientError::Timeout(self.timeout))?
+    }
+}
+
+/// Open a TCP connection to `addr`, with TLS on it if `opts.tls` says so.
+async fn dial(
+    proto: ClientProto,
+    addr: &str,
+    opts: &ConnectOpts,
+) -> Result<Box<dyn Io>, ClientError> {
+    let tcp = tokio::time::timeout(opts.timeout, TcpStream::connect(addr))
+        .await
+        .map_err(|_| ClientError::Connect(format!("{addr}: timed out")))?
+        .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
+    // Calls are small request/reply messages: never hold one back waiting for more.
+    tcp.set_nodelay(true)
+        .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
+    match &opts.tls {
+        None => Ok(Box::new(tcp)),
+        Some(tls) => {
+            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
+            let handshake = tls::handshake(tcp, host, tls, proto);
+            let stream = tokio::time::timeout(opts.timeout, handshake)
+                .await
+                .map_err(|_| ClientError::Connect(format!("{addr}: TLS handshake timed out")))??;
+            Ok(Box::new(stream))
+        }
+    }
+}
+
+/// Start a stream protocol on `io` (its handshake, for STOMP), undriven.
+async fn stream_parts<S: Io>(
+    proto: ClientProto,
+    io: S,
+    host: &str,
+    opts: &ConnectOpts,
+) -> Result<stream::Parts<S>, ClientError> {
+    match proto {
+        ClientProto::JsonrpcTcp => Ok(jsonrpc_tcp::start(io, opts)),
+        ClientProto::Stomp => stomp::start(io, host, opts).await,
+        ClientProto::Msgpack => Ok(msgpack::start(io, opts)),
+        ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(format!(
+            "{proto} is not a stream protocol"
+        ))),
     }
 }

@@ -2,25 +2,24 @@
 //! `[1, msgid, error, result]` in (a non-nil error is an error reply, read with the
 //! codec crate's [`value_to_error`], which knows rpcmux's and other servers' shapes).
 
-use super::stream::{Decode, Encode, Incoming, StreamClient};
+use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{ClientError, ConnectOpts, Io};
 use bytes::{Bytes, BytesMut};
 use rpcmux_msgpack_rpc::{encode_request, value_to_error, Limits, Message, MsgpackRpcCodec};
 use rpcmux_value::{Params, Value};
 use tokio_util::codec::Decoder;
 
-pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> StreamClient {
+pub(crate) fn start<S: Io>(io: S, opts: &ConnectOpts) -> Parts<S> {
     let codec = MsgpackRpcCodec::new(Limits {
         max_message: opts.max_reply,
         ..Limits::default()
     });
-    StreamClient::start(
+    Parts {
         io,
-        BytesMut::new(),
-        Box::new(Requests),
-        Box::new(Replies(codec)),
-        opts.max_reply,
-    )
+        input: BytesMut::new(),
+        encode: Box::new(Requests),
+        decode: Box::new(Replies(codec)),
+    }
 }
 
 pub(crate) struct Requests;

@@ -3,7 +3,7 @@
 //! `reply-to` header; each reply comes back as a MESSAGE whose body is the JSON-RPC
 //! response. Heart-beats are declined (`0,0`): calls carry their own timeout.
 
-use super::stream::{Decode, Encode, Incoming, StreamClient};
+use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{json, ClientError, ConnectOpts, Io, StompOpts};
 use bytes::{Bytes, BytesMut};
 use rpcmux_stomp::{encode_frame, Command, Frame, Item, Limits, StompCodec};
@@ -18,7 +18,7 @@ pub(crate) async fn start<S: Io>(
     mut io: S,
     host: &str,
     opts: &ConnectOpts,
-) -> Result<StreamClient, ClientError> {
+) -> Result<Parts<S>, ClientError> {
     let mut codec = StompCodec::new(Limits {
         max_frame: opts.max_reply,
         ..Limits::default()
@@ -56,13 +56,12 @@ pub(crate) async fn start<S: Io>(
         .header("id", REPLY_SUB)
         .header("ack", "auto");
     send(&mut io, &subscribe).await?;
-    Ok(StreamClient::start(
+    Ok(Parts {
         io,
-        buf,
-        Box::new(Sends(opts.stomp.clone())),
-        Box::new(Messages(codec)),
-        opts.max_reply,
-    ))
+        input: buf,
+        encode: Box::new(Sends(opts.stomp.clone())),
+        decode: Box::new(Messages(codec)),
+    })
 }
 
 async fn send<S: Io>(io: &mut S, frame: &Frame) -> Result<(), ClientError> {

@@ -59,6 +59,18 @@ fn lock(p: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A stream protocol ready to carry calls but not yet driven: the connection, the
+/// bytes read past its handshake, and the protocol's encoder and decoder.
+/// [`StreamClient::start`] drives it with a reader and a writer task; `rpcmux bench`
+/// drives it with one loop per connection instead, as it does a bare echo server.
+pub(crate) struct Parts<S> {
+    pub io: S,
+    /// Bytes already read (after a handshake) that belong to the reply stream.
+    pub input: BytesMut,
+    pub encode: Box<dyn Encode>,
+    pub decode: Box<dyn Decode>,
+}
+
 pub(crate) struct StreamClient {
     encode: Box<dyn Encode>,
     pending: Arc<Mutex<Pending>>,
@@ -83,15 +95,14 @@ impl Drop for Forget<'_> {
 }
 
 impl StreamClient {
-    /// Start the reader and writer tasks on `io`. `input` holds bytes already read
-    /// (after a handshake) that belong to the reply stream.
-    pub(crate) fn start<S: super::Io>(
-        io: S,
-        input: BytesMut,
-        encode: Box<dyn Encode>,
-        decode: Box<dyn Decode>,
-        max_reply: usize,
-    ) -> StreamClient {
+    /// Start the reader and writer tasks on a connection.
+    pub(crate) fn start<S: super::Io>(parts: Parts<S>, max_reply: usize) -> StreamClient {
+        let Parts {
+            io,
+            input,
+            encode,
+            decode,
+        } = parts;
         let (rd, wr) = tokio::io::split(io);
         let pending = Arc::new(Mutex::new(Pending::default()));
         // Bounded: callers wait (backpressure) if the socket cannot keep up.

@@ -1,0 +1,389 @@
+//! The load loop for stream protocols (msgpack-rpc, JSON-RPC over TCP, STOMP): one task
+//! per connection keeps D calls in flight, against an RPC server or a bare byte echo.
+//!
+//! Both targets get the very same loop and the same per-call work, so the gap between
+//! their figures is the servers' alone: one call's bytes are encoded once (with a
+//! placeholder id), and each call copies them and writes its own id in place; every
+//! answer is decoded with the protocol's decoder into a `Value`, matched to its call
+//! by id, and its value checked against the expected one. From an RPC server the answer
+//! is the reply (read by the client's decoder, as `rpcmux call` reads it); from an echo
+//! server it is the request itself (read as a server would read it).
+//!
+//! Ids are fixed-width (10 decimal digits in JSON, a 4-byte uint in msgpack), so every
+//! request has the template's length and the id slot never moves.
+
+use super::stats::{Outcome, Recorder};
+use super::{same, Progress};
+use crate::client::stream::Decode;
+use crate::client::{ClientProto, Incoming, Io, Reply};
+use bytes::{Buf, Bytes, BytesMut};
+use rpcmux_value::Value;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::Instant;
+
+/// The id the template is encoded with, found again in its bytes: 0xDEADBEEF, which
+/// has 10 decimal digits and takes a 4-byte uint in msgpack.
+pub(crate) const PLACEHOLDER_ID: u32 = 0xDEAD_BEEF;
+/// Ids run from here, so each has 10 decimal digits like the placeholder.
+const FIRST_ID: u32 = 1_000_000_000;
+/// How many ids follow `FIRST_ID` (all below 4e9: 10 digits, and a u32).
+const ID_SPAN: u32 = 3_000_000_000;
+
+/// Where a request's id sits in its bytes, and how it is written.
+#[derive(Debug, Clone, Copy)]
+enum IdForm {
+    /// msgpack `uint32`: 4 big-endian bytes after the 0xce marker.
+    U32Be,
+    /// JSON: 10 ASCII digits.
+    Decimal10,
+}
+
+/// What every connection sends and expects, and when.
+pub(crate) struct Plan {
+    pub proto: ClientProto,
+    /// One call's bytes, with [`PLACEHOLDER_ID`] as its id.
+    template: Bytes,
+    id_at: usize,
+    id_form: IdForm,
+    /// What each result (or echoed first param) must be; `None`: anything.
+    pub expect: Option<Value>,
+    pub pipeline: usize,
+    pub measure_from: Instant,
+    pub end: Instant,
+    /// Longest wait for the next bytes while calls are in flight.
+    pub timeout: Duration,
+}
+
+impl Plan {
+    /// `template`: one call encoded with [`PLACEHOLDER_ID`] as its id.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        proto: ClientProto,
+        template: Bytes,
+        expect: Option<Value>,
+        pipeline: usize,
+        measure_from: Instant,
+        end: Instant,
+        timeout: Duration,
+    ) -> Result<Plan, String> {
+        let (needle, id_form, skip) = match proto {
+            ClientProto::Msgpack => {
+                let mut n = vec![0xce];
+                n.extend_from_slice(&PLACEHOLDER_ID.to_be_bytes());
+                (n, IdForm::U32Be, 1)
+            }
+            _ => (
+                PLACEHOLDER_ID.to_string().into_bytes(),
+                IdForm::Decimal10,
+                0,
+            ),
+        };
+        // Once per run, over one request: a plain scan will do.
+        let mut hits = template.windows(needle.len()).enumerate();
+        let mut hits = hits
+            .by_ref()
+            .filter(|(_, w)| *w == &needle[..])
+            .map(|(i, _)| i);
+        let (Some(at), None) = (hits.next(), hits.next()) else {
+            return Err(format!(
+                "the {proto} request does not hold its id exactly once (the payload contains {PLACEHOLDER_ID}?)"
+            ));
+        };
+        Ok(Plan {
+            proto,
+            id_at: at + skip,
+            id_form,
+            template,
+            expect,
+            pipeline,
+            measure_from,
+            end,
+            timeout,
+        })
+    }
+
+    /// Append one request with `id` to `out`.
+    fn write_request(&self, out: &mut Vec<u8>, id: u32) {
+        let start = out.len();
+        out.extend_from_slice(&self.template);
+        let slot = &mut out[start + self.id_at..];
+        match self.id_form {
+            IdForm::U32Be => slot[..4].copy_from_slice(&id.to_be_bytes()),
+            IdForm::Decimal10 => {
+                let mut n = id;
+                for d in slot[..10].iter_mut().rev() {
+                    *d = b'0' + (n % 10) as u8;
+                    n /= 10;
+                }
+            }
+        }
+    }
+
+    /// The id of slot `slot`'s call number `round`.
+    fn id(&self, slot: usize, round: u64) -> u32 {
+        let k = (slot as u64 + self.pipeline as u64 * round) % u64::from(ID_SPAN);
+        FIRST_ID + k as u32
+    }
+
+    /// The slot a call id belongs to (`None`: not one of ours).
+    fn slot_of(&self, id: u32) -> Option<usize> {
+        let k = id.checked_sub(FIRST_ID).filter(|&k| k < ID_SPAN)?;
+        Some(k as usize % self.pipeline)
+    }
+
+    /// Rounds per slot before ids would wrap: slot + D × round stays below `ID_SPAN`.
+    fn rounds(&self) -> u64 {
+        u64::from(ID_SPAN) / self.pipeline as u64
+    }
+}
+
+/// What answers the calls, read off the stream.
+pub(crate) enum Answers {
+    /// An RPC server's replies, read by the client's decoder for the protocol.
+    Replies(Box<dyn Decode>),
+    /// A bare echo server: each request comes back as sent, and is read as a request.
+    Echoes,
+}
+
+impl Answers {
+    /// The next answer in `buf`: the call id and the reply (from an echo: the first
+    /// param). `Ok(None)`: more bytes are needed. `Err`: the stream is unusable.
+    fn next(&mut self, plan: &Plan, buf: &mut BytesMut) -> Result<Option<(u32, Reply)>, String> {
+        match self {
+            Answers::Replies(decode) => loop {
+                match decode.decode(buf).map_err(|e| e.to_string())? {
+                    None => return Ok(None),
+                    Some(Incoming::Reply { id, reply }) => return Ok(Some((id, reply))),
+                    Some(Incoming::Other) => continue,
+                }
+            },
+            Answers::Echoes => {
+                let len = plan.template.len();
+                if buf.len() < len {
+                    return Ok(None);
+                }
+                let echoed = decode_request(plan.proto, &buf[..len])
+                    .ok_or("the echo did not decode to the request")?;
+                buf.advance(len);
+                Ok(Some(echoed))
+            }
+        }
+    }
+}
+
+/// One connection with `plan.pipeline` calls in flight until `plan.end`, then until the
+/// last of them is answered. `buf` holds bytes already read past a handshake.
+pub(crate) async fn connection<S: Io>(
+    mut io: S,
+    mut buf: BytesMut,
+    mut answers: Answers,
+    plan: Arc<Plan>,
+    progress: Arc<Progress>,
+) -> Recorder {
+    let d = plan.pipeline;
+    let mut rec = Recorder::new();
+    // Per slot: the round it is on, when that call was sent, whether one is in flight.
+    let mut round = vec![0u64; d];
+    let mut sent_at = vec![Instant::now(); d];
+    let mut busy = vec![true; d];
+    let mut in_flight = d;
+    let mut out = Vec::with_capacity(plan.template.len() * d);
+    for slot in 0..d {
+        plan.write_request(&mut out, plan.id(slot, 0));
+    }
+    let lost = |rec: &mut Recorder, n: usize, why: String| {
+        for _ in 0..n.max(1) {
+            rec.record(Duration::ZERO, Outcome::Transport, || why.clone());
+        }
+    };
+    buf.reserve(64 * 1024);
+    loop {
+        if !out.is_empty() {
+            if let Err(e) = io.write_all(&out).await {
+                lost(&mut rec, in_flight, format!("write failed: {e}"));
+                break;
+            }
+            out.clear();
+        }
+        if in_flight == 0 {
+            break;
+        }
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(64 * 1024);
+        }
+        match tokio::time::timeout(plan.timeout, io.read_buf(&mut buf)).await {
+            Ok(Ok(0)) => {
+                lost(&mut rec, in_flight, "closed by the server".into());
+                break;
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                lost(&mut rec, in_flight, format!("read failed: {e}"));
+                break;
+            }
+            Err(_) => {
+                let why = format!("no reply within {:?}", plan.timeout);
+                lost(&mut rec, in_flight, why);
+                break;
+            }
+        }
+        let now = Instant::now();
+        loop {
+            let (id, reply) = match answers.next(&plan, &mut buf) {
+                Ok(Some(answer)) => answer,
+                Ok(None) => break,
+                Err(why) => {
+                    lost(&mut rec, in_flight, why);
+                    return rec;
+                }
+            };
+            let slot = match plan.slot_of(id) {
+                Some(s) if busy[s] && plan.id(s, round[s]) == id => s,
+                _ => {
+                    lost(
+                        &mut rec,
+                        in_flight,
+                        format!("an answer to id {id}, not in flight"),
+                    );
+                    return rec;
+                }
+            };
+            let outcome = match (&reply, &plan.expect) {
+                (Ok(v), Some(want)) if !same(v, want) => Outcome::WrongResult,
+                (Ok(_), _) => Outcome::Ok,
+                (Err(_), _) => Outcome::ErrorReply,
+            };
+            progress.calls.fetch_add(1, Ordering::Relaxed);
+            if outcome != Outcome::Ok {
+                progress.errors.fetch_add(1, Ordering::Relaxed);
+            }
+            if sent_at[slot] >= plan.measure_from {
+                rec.record(now - sent_at[slot], outcome, || describe(&reply));
+            }
+            if now < plan.end {
+                round[slot] = (round[slot] + 1) % plan.rounds();
+                plan.write_request(&mut out, plan.id(slot, round[slot]));
+                sent_at[slot] = now;
+            } else {
+                busy[slot] = false;
+                in_flight -= 1;
+            }
+        }
+    }
+    rec
+}
+
+fn describe(reply: &Reply) -> String {
+    match reply {
+        Ok(v) => format!(
+            "wrong result: {}",
+            serde_json::to_string(v)
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect::<String>()
+        ),
+        Err(e) => format!("error reply {}: {}", e.code, e.message),
+    }
+}
+
+/// Read an echoed request as a server would: its id and its first param.
+fn decode_request(proto: ClientProto, bytes: &[u8]) -> Option<(u32, Reply)> {
+    match proto {
+        ClientProto::Msgpack => {
+            let limits = rpcmux_msgpack_rpc::Limits::default();
+            match rpcmux_msgpack_rpc::decode_message(bytes, &limits).ok()? {
+                rpcmux_msgpack_rpc::Message::Request { msgid, params, .. } => {
+                    Some((msgid, Ok(params.into_iter().next()?)))
+                }
+                _ => None,
+            }
+        }
+        ClientProto::JsonrpcTcp => json_request(bytes),
+        ClientProto::Stomp => {
+            use tokio_util::codec::Decoder;
+            let mut codec = rpcmux_stomp::StompCodec::default();
+            let mut buf = BytesMut::from(bytes);
+            match codec.decode(&mut buf).ok()?? {
+                rpcmux_stomp::Item::Frame(f) => json_request(&f.body),
+                rpcmux_stomp::Item::Heartbeat => None,
+            }
+        }
+        ClientProto::Xmlrpc | ClientProto::Jsonrpc => None,
+    }
+}
+
+fn json_request(bytes: &[u8]) -> Option<(u32, Reply)> {
+    let rpcmux_jsonrpc::Incoming::Single(Ok(req)) = rpcmux_jsonrpc::parse(bytes).ok()? else {
+        return None;
+    };
+    let id = match req.id? {
+        rpcmux_jsonrpc::Id::Number(n) => u32::try_from(n.as_u64()?).ok()?,
+        _ => return None,
+    };
+    match req.params {
+        rpcmux_value::Params::Positional(p) => Some((id, Ok(p.into_iter().next()?))),
+        rpcmux_value::Params::Named(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(proto: ClientProto, template: &[u8], pipeline: usize) -> Result<Plan, String> {
+        let now = Instant::now();
+        Plan::new(
+            proto,
+            Bytes::copy_from_slice(template),
+            None,
+            pipeline,
+            now,
+            now,
+            Duration::from_secs(1),
+        )
+    }
+
+    #[test]
+    fn ids_are_written_in_place_and_map_back_to_their_slot() {
+        let json = plan(
+            ClientProto::JsonrpcTcp,
+            br#"{"id":3735928559,"method":"x"}"#,
+            8,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        json.write_request(&mut out, json.id(3, 2));
+        assert_eq!(out, br#"{"id":1000000019,"method":"x"}"#);
+        assert_eq!(json.slot_of(json.id(3, 2)), Some(3));
+        assert_eq!(json.slot_of(7), None);
+
+        let mp = plan(
+            ClientProto::Msgpack,
+            &[0x94, 0, 0xce, 0xde, 0xad, 0xbe, 0xef, 0x90],
+            4,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        mp.write_request(&mut out, 0x0102_0304);
+        assert_eq!(out, [0x94, 0, 0xce, 1, 2, 3, 4, 0x90]);
+        // Rounds wrap before ids leave the 10-digit range.
+        let last = mp.id(3, mp.rounds() - 1);
+        assert!((FIRST_ID..FIRST_ID + ID_SPAN).contains(&last));
+        assert_eq!(mp.slot_of(last), Some(3));
+    }
+
+    #[test]
+    fn a_template_must_hold_its_id_exactly_once() {
+        assert!(plan(ClientProto::JsonrpcTcp, br#"{"id":1}"#, 1).is_err());
+        assert!(plan(
+            ClientProto::JsonrpcTcp,
+            br#"{"id":3735928559,"params":[3735928559]}"#,
+            1
+        )
+        .is_err());
+    }
+}
