@@ -105,6 +105,17 @@ impl<'a> Cursor<'a> {
         Ok(true)
     }
 
+    /// [`Cursor::eat_open`] without skipping whitespace first (where whitespace would be
+    /// content, as right after `<value>`).
+    #[inline]
+    pub(crate) fn eat_open_here(&mut self, want: Tag) -> Result<bool, RpcError> {
+        if self.pending_close.is_some() || !self.lexer.eat_start(want) {
+            return Ok(false);
+        }
+        self.count_element()?;
+        Ok(true)
+    }
+
     /// Consume `</want>` (whitespace before it skipped) if it comes next and closes the
     /// innermost element; `false` leaves everything for the general path.
     #[inline]

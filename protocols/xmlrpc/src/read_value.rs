@@ -109,6 +109,11 @@ fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcEr
 /// Read what follows a `<value>`: untyped text up to `</value>`, a scalar element and
 /// `</value>`, or the opening of an array (through `<data>`) or struct.
 fn read_body(cur: &mut Cursor<'_>) -> Result<Body, RpcError> {
+    // The commonest value of all, `<value><string>text</string></value>`, without
+    // lexing and classifying its start tag.
+    if cur.eat_open_here(Tag::String)? {
+        return open_typed(cur, Tag::String);
+    }
     let mut text: Option<Cow<'_, str>> = None;
     loop {
         match cur.next()? {
