@@ -12,8 +12,10 @@
 #
 # HTTP load comes from wrk, stream load from `rpcmux bench` (the ceilings with
 # --echo-server). Server and load generator are pinned to different cores with taskset,
-# each given one thread, so neither steals the other's CPU. Runs are interleaved
-# (run 1 of every target, then run 2, ...) so drift spreads over all targets.
+# each given one thread, so neither steals the other's CPU. One more XML-RPC workload
+# gives rpcmux and Python's server the whole machine (nothing pinned, rpcmux with a
+# runtime thread per core, wrk with one per core): what a user gets on this box. Runs are
+# interleaved (run 1 of every target, then run 2, ...) so drift spreads over all targets.
 #
 # Each run also records the CPU the server, the load generator and anything else used;
 # a run disturbed by something else (more than --max-other cores, default 0.15) is
@@ -87,10 +89,15 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 # start NAME CMD... : run CMD on the server core, wait for its "listening on ADDR" line,
 # and set ADDR[NAME].
 declare -A ADDR PID
+pin_server=1
 start() {
     local name=$1; shift
     local logf=$out/logs/$name.log
-    TOKIO_WORKER_THREADS=1 taskset -c "$server_cpu" "$@" >"$logf" 2>&1 &
+    if ((pin_server)); then
+        TOKIO_WORKER_THREADS=1 taskset -c "$server_cpu" "$@" >"$logf" 2>&1 &
+    else
+        "$@" >"$logf" 2>&1 &
+    fi
     pids+=($!)
     PID[$name]=$!  # taskset execs the server: same pid
     local i
@@ -114,6 +121,12 @@ start jsonrpsee "$ceil/jsonrpsee-echo" 127.0.0.1:0
 start msgpack-rpc-python "$msgpack_py" "$root/benches/peers/msgpackrpc_server.py" "$(free_port)"
 start hyper-ok "$ceil/hyper-ok" 127.0.0.1:0
 start tcp-echo "$ceil/tcp-echo" 127.0.0.1:0
+# The whole machine, nothing pinned: what a user gets on this box. rpcmux runs a runtime
+# thread per core; the GIL keeps the Python server on one core whatever it is given.
+pin_server=0
+start rpcmux-machine "$rpcmux" serve --listen 127.0.0.1:0
+start python-xmlrpc-machine python3 "$root/benches/peers/xmlrpc_server.py" "$(free_port)"
+pin_server=1
 
 # --- load -----------------------------------------------------------------------------
 # CPU accounting for each run, in cores (1.00 = one core busy for the whole run):
@@ -130,6 +143,8 @@ now_ms() { date +%s%3N; }
 
 # timed TARGET CMD...: run the load generator CMD on its core; set SERVER_CPU, LOAD_CPU
 # and OTHER_CPU for that run.
+load_pin=(taskset -c "$load_cpu")
+wrk_threads=1
 timed() {
     local tgt=$1
     shift
@@ -137,7 +152,7 @@ timed() {
     s0=$(cpu_ticks "$tgt")
     m0=$(machine_ticks)
     w0=$(now_ms)
-    /usr/bin/time -f '%U %S' -o "$out/load.time" taskset -c "$load_cpu" "$@" || true
+    /usr/bin/time -f '%U %S' -o "$out/load.time" "${load_pin[@]}" "$@" || true
     s1=$(cpu_ticks "$tgt")
     m1=$(machine_ticks)
     w1=$(now_ms)
@@ -164,10 +179,10 @@ wrk_load() {
     local scen=$1 tgt=$2 run=$3 body=$4 ctype=$5 conns=$6 close=${7:-}
     local url="http://${ADDR[$tgt]}/RPC2" f=$out/logs/$scen.$tgt.$run.wrk
     # One second unmeasured first: connections open, caches and allocators warm.
-    taskset -c "$load_cpu" wrk -t1 -c"$conns" -d1s -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >/dev/null 2>&1 || true
+    "${load_pin[@]}" wrk -t"$wrk_threads" -c"$conns" -d1s -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >/dev/null 2>&1 || true
     local attempt
     for attempt in 1 2 3; do
-        timed "$tgt" wrk -t1 -c"$conns" -d"${dur}s" --latency -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >"$f" 2>&1
+        timed "$tgt" wrk -t"$wrk_threads" -c"$conns" -d"${dur}s" --latency -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >"$f" 2>&1
         disturbed || break
         log "$scen $tgt run $run: disturbed (other CPU $OTHER_CPU cores), measuring again"
     done
@@ -213,7 +228,7 @@ json_echo=$data/jsonrpc_echo_req.json
 json_ping=$data/jsonrpc_ping_req.json
 
 log "checking every HTTP target answers without faults"
-for t in python-xmlrpc rpcmux-all rpcmux-http; do wrk_check xmlrpc-echo "$t" "$xml_echo" text/xml; done
+for t in python-xmlrpc rpcmux-all rpcmux-http rpcmux-machine python-xmlrpc-machine; do wrk_check xmlrpc-echo "$t" "$xml_echo" text/xml; done
 for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "$json_echo" application/json; done
 
 started=$(date +%s)
@@ -246,6 +261,12 @@ for run in $(seq "$runs"); do
     bench_load stomp-echo rpcmux-all "$run" stomp 16 8
     bench_load stomp-echo tcp-echo "$run" stomp 16 8 --echo-server
     bench_load stomp-echo-1conn rpcmux-all "$run" stomp 1 1
+    # XML-RPC again, the whole machine: nothing pinned, wrk with a thread per core.
+    load_pin=() wrk_threads=$ncpu
+    for t in python-xmlrpc-machine rpcmux-machine; do
+        wrk_load xmlrpc-echo-machine "$t" "$run" "$xml_echo" text/xml 64
+    done
+    load_pin=(taskset -c "$load_cpu") wrk_threads=1
 done
 log "measured in $(($(date +%s) - started)) s; results in $results"
 

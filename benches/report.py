@@ -25,6 +25,11 @@ SCENARIOS = {
     "jsonrpc-tcp-echo": ("JSON-RPC over TCP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo": ("JSON-RPC over STOMP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo-1conn": ("JSON-RPC over STOMP, one connection", "echo(MusicEntry)", "rpcmux bench, 1 connection x 1 in flight"),
+    "xmlrpc-echo-machine": (
+        "XML-RPC over HTTP, whole machine",
+        "echo(MusicEntry)",
+        "wrk with a thread per core, 64 connections, nothing pinned",
+    ),
 }
 
 TARGETS = {
@@ -37,11 +42,14 @@ TARGETS = {
     "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
     "hyper-ok": "ceiling: bare hyper \"ok\"",
     "tcp-echo": "ceiling: bare tokio TCP echo",
+    "rpcmux-machine": "rpcmux, whole machine (a runtime thread per core)",
+    "python-xmlrpc-machine": "Python SimpleXMLRPCServer, whole machine",
 }
 
-# (scenario, peer, ceiling, single-protocol rpcmux) for the summary table.
+# (scenario, peer, ceiling, single-protocol rpcmux[, rpcmux target]) for the summary table.
 SUMMARY = [
     ("xmlrpc-echo", "python-xmlrpc", "hyper-ok", "rpcmux-http"),
+    ("xmlrpc-echo-machine", "python-xmlrpc-machine", None, None, "rpcmux-machine"),
     ("jsonrpc-http-echo", "jsonrpsee", "hyper-ok", "rpcmux-http"),
     ("jsonrpc-http-ping-newconn", None, None, "rpcmux-http"),
     ("msgpack-echo", "msgpack-rpc-python", "tcp-echo", "rpcmux-msgpack"),
@@ -81,8 +89,8 @@ def summary_table(runs):
         "| workload | rpcmux calls/s | peer | peer calls/s | **rpcmux / peer** | ceiling calls/s | **rpcmux / ceiling** | one protocol only | sniffing cost |",
         "|---|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for scen, peer, ceil, single in SUMMARY:
-        ours = runs.get((scen, "rpcmux-all"))
+    for scen, peer, ceil, single, *target in SUMMARY:
+        ours = runs.get((scen, target[0] if target else "rpcmux-all"))
         if not ours:
             continue
         o = med(ours, "calls_per_sec")
@@ -222,7 +230,8 @@ runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
 {detail_table(runs)}
 
 *Server CPU* is the share of its one core the server process used during the run (user +
-system time of all its threads, from `/proc`); *load generator CPU* the same for wrk or
+system time of all its threads, from `/proc`; in cores, up to {m['nproc']}, for the
+whole-machine workload); *load generator CPU* the same for wrk or
 `rpcmux bench`. Near 1.00 the server was the limit; with the server well below it and the
 generator near 1.00, the generator was, and *calls per server CPU-second* (calls/s divided
 by the server's share) is the fairer per-core comparison. *Other CPU* is what anything else
@@ -237,16 +246,22 @@ shows the worst run kept.
   the ceilings; the Python servers are one process under the GIL anyway). The load generator
   runs on core {m['load_cpu']} with one thread (`wrk -t1`, `rpcmux bench --threads 1`). So
   each server gets one full core that the load generator never takes, and the comparison is
-  per core.
+  per core. The one exception, *XML-RPC over HTTP, whole machine*, pins nothing: rpcmux
+  runs a runtime thread per core, wrk one per core, and all share the machine, as a user's
+  service would on this box (Python's server is one process under the GIL either way).
 - **Load.** HTTP: `wrk` (the cheapest HTTP load generator per request), POSTing the same
   body every time (`benches/data/*`, the MusicEntry struct of `shared/reference/payload.py`),
   after a 1 s unmeasured warm-up run; before measuring, a short `wrk_check.lua` run per
   target reads every reply and stops the script on any fault or error, since wrk counts
   those as successes. Streams (msgpack-rpc, JSON-RPC over TCP, STOMP): `rpcmux bench`,
-  which checks every reply (an error reply or a result that is not the MusicEntry counts as
-  an error) and pipelines calls per connection; against the TCP echo ceiling it sends the
-  very same request bytes (`--echo-server`) and decodes and checks every echo as it would
-  a reply, so both generators do a client's work per call.
+  one loop per connection keeping 8 calls in flight. It encodes one call once, copies it
+  per call with that call's id written in place (ids have a fixed width, so the bytes of
+  every call are the same length), decodes every answer into a value with the protocol's
+  decoder, matches it to its call by id and checks it (an error reply or a result that is
+  not the MusicEntry counts as an error). Against rpcmux the answer is the reply; against
+  the TCP echo ceiling (`--echo-server`) it is the request itself, read as a server reads a
+  request. The loop and the work per call are the same for both, so the difference between
+  them is the servers'.
 - **Runs.** {m['runs']} runs of every target, interleaved (run 1 of each, then run 2, ...),
   so slow drift on the machine spreads over all targets alike. Release builds
   (`cargo build --release`: thin LTO).
