@@ -1,5 +1,6 @@
-//! The sniffer's decision, and JSON-RPC decode + verb dispatch + encode of
-//! echo(MusicEntry) through the real verb table.
+//! The sniffer's decision, and decode + verb dispatch + encode of echo(MusicEntry)
+//! through the real verb table, for each protocol's wire format: what one call costs the
+//! server apart from its socket. The codec-only benches live in each protocol crate.
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use rpcmux::sniff::{self, Detected, Probes};
 use rpcmux::{CallContext, EventHub, Params, VerbTable};
@@ -7,6 +8,9 @@ use rpcmux_jsonrpc::{parse, write_error, write_result, Incoming};
 use std::sync::Arc;
 
 const BODY: &[u8] = include_bytes!("data/jsonrpc_echo_req.json");
+const XML_BODY: &[u8] = include_bytes!("data/xmlrpc_echo_req.xml");
+const MSGPACK_REQUEST: &[u8] =
+    include_bytes!("../protocols/msgpack-rpc/tests/fixtures/echo_music_request.msgpack");
 
 fn probes() -> Probes {
     Probes::new()
@@ -30,13 +34,7 @@ fn sniffer(c: &mut Criterion) {
 }
 
 fn jsonrpc_dispatch(c: &mut Criterion) {
-    let mut verbs = VerbTable::new();
-    rpcmux::demo::register(&mut verbs);
-    let verbs = Arc::new(verbs);
-    let ctx = CallContext::new("bench", Arc::new(EventHub::default()));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
+    let (verbs, ctx, rt) = table();
     let mut out = Vec::with_capacity(1024);
     c.bench_function("jsonrpc decode+dispatch+encode echo(MusicEntry)", |b| {
         b.iter(|| {
@@ -56,5 +54,65 @@ fn jsonrpc_dispatch(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, sniffer, jsonrpc_dispatch);
+fn xmlrpc_dispatch(c: &mut Criterion) {
+    let (verbs, ctx, rt) = table();
+    let limits = rpcmux_xmlrpc::Limits::default();
+    let mut out = Vec::with_capacity(4096);
+    c.bench_function("xmlrpc decode+dispatch+encode echo(MusicEntry)", |b| {
+        b.iter(|| {
+            let call = rpcmux_xmlrpc::parse_call(black_box(XML_BODY), &limits).unwrap();
+            let params = Params::Positional(call.params);
+            let r = rt.block_on(verbs.call(&call.method, params, ctx.clone()));
+            out.clear();
+            match r {
+                Ok(v) => rpcmux_xmlrpc::write_response(&mut out, &v),
+                Err(e) => rpcmux_xmlrpc::write_fault(&mut out, &e),
+            }
+            black_box(&out);
+        })
+    });
+}
+
+fn msgpack_dispatch(c: &mut Criterion) {
+    use rpcmux_msgpack_rpc::{decode_message, encode_response, Limits, Message};
+    let (verbs, ctx, rt) = table();
+    let limits = Limits::default();
+    let mut out = bytes::BytesMut::with_capacity(4096);
+    c.bench_function("msgpack-rpc decode+dispatch+encode echo(MusicEntry)", |b| {
+        b.iter(|| {
+            let Ok(Message::Request {
+                msgid,
+                method,
+                params,
+            }) = decode_message(black_box(MSGPACK_REQUEST), &limits)
+            else {
+                panic!("bad request")
+            };
+            let params = Params::Positional(params);
+            let r = rt.block_on(verbs.call(&method, params, ctx.clone()));
+            out.clear();
+            encode_response(&mut out, msgid, r.as_ref());
+            black_box(&out);
+        })
+    });
+}
+
+/// The demo verb table, a call context and a runtime to run verbs on.
+fn table() -> (Arc<VerbTable>, CallContext, tokio::runtime::Runtime) {
+    let mut verbs = VerbTable::new();
+    rpcmux::demo::register(&mut verbs);
+    let ctx = CallContext::new("bench", Arc::new(EventHub::default()));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    (Arc::new(verbs), ctx, rt)
+}
+
+criterion_group!(
+    benches,
+    sniffer,
+    jsonrpc_dispatch,
+    xmlrpc_dispatch,
+    msgpack_dispatch
+);
 criterion_main!(benches);
