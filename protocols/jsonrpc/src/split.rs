@@ -66,7 +66,12 @@ impl Splitter {
             self.pos = at;
         }
         let start = self.start.unwrap_or(0);
-        for (i, &b) in buf.iter().enumerate().skip(self.pos) {
+        // Never look past the cap: a value that is complete in the buffer but longer
+        // than `max` is refused like one still arriving.
+        let limit = buf
+            .len()
+            .min(start.saturating_add(self.max).saturating_add(1));
+        for (i, &b) in buf[..limit].iter().enumerate().skip(self.pos) {
             if self.in_string {
                 if self.escaped {
                     self.escaped = false;
@@ -84,14 +89,17 @@ impl Splitter {
                     self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
                         self.reset();
+                        if i + 1 - start > self.max {
+                            return Split::TooLarge;
+                        }
                         return Split::Value { start, end: i + 1 };
                     }
                 }
                 _ => {}
             }
         }
-        self.pos = buf.len();
-        if buf.len() - start > self.max {
+        self.pos = limit;
+        if limit - start > self.max {
             Split::TooLarge
         } else {
             Split::Incomplete
@@ -182,5 +190,10 @@ oops
         assert_eq!(sp.next(b"[1,2,3,4,5,6"), Split::TooLarge);
         let mut sp = Splitter::new(8);
         assert_eq!(sp.next(b"xxxxxxxxxxxxxxxx"), Split::TooLarge);
+        // Complete in one read, still too large; exactly the cap is fine.
+        let mut sp = Splitter::new(8);
+        assert_eq!(sp.next(b"[1,2,3,4,5]\n"), Split::TooLarge);
+        let mut sp = Splitter::new(8);
+        assert_eq!(sp.next(b" [1,2,34]"), Split::Value { start: 1, end: 9 });
     }
 }
