@@ -109,15 +109,18 @@ impl VerbTable {
             Run::Builtin(f) => return f(self, args, ctx),
             Run::Handler(h) => h,
         };
-        let name = verb.name.clone();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler(args, ctx)));
         match started {
-            Ok(fut) => Box::pin(
-                AssertUnwindSafe(fut)
-                    .catch_unwind()
-                    .map(move |r| r.unwrap_or_else(|_| Err(panicked(&name)))),
-            ),
-            Err(_) => Box::pin(std::future::ready(Err(panicked(&name)))),
+            Ok(fut) => {
+                // The verb itself (an `Arc`) names it if it panics: no String per call.
+                let verb = verb.clone();
+                Box::pin(
+                    AssertUnwindSafe(fut)
+                        .catch_unwind()
+                        .map(move |r| r.unwrap_or_else(|_| Err(panicked(&verb.name)))),
+                )
+            }
+            Err(_) => Box::pin(std::future::ready(Err(panicked(&verb.name)))),
         }
     }
 }
