@@ -59,7 +59,6 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// `template`: one call encoded with [`PLACEHOLDER_ID`] as its id.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         proto: ClientProto,
         template: Bytes,
