@@ -102,3 +102,55 @@ fn doubles_keep_their_bits() {
     let back = parse_response(&out, &Limits::default()).unwrap();
     assert!(matches!(back, Ok(Value::Double(d)) if d.is_nan()));
 }
+
+/// The same document spelled so that no tag matches the parser's fast paths (a space
+/// before every `>` or `/>`), or with a comment after every tag (so every text and every
+/// expected tag is first met by the general path). Either must read exactly as the
+/// plain spelling does.
+fn respelled(doc: &[u8], comments: bool) -> Vec<u8> {
+    let body_at = doc.windows(2).position(|w| w == b"?>").map_or(0, |i| i + 2);
+    let mut out = doc[..body_at].to_vec();
+    for (i, &b) in doc.iter().enumerate().skip(body_at) {
+        if b == b'>' {
+            if comments {
+                out.push(b);
+                out.extend_from_slice(b"<!---->");
+                continue;
+            }
+            if doc[i - 1] == b'/' {
+                out.pop();
+                out.extend_from_slice(b" /");
+            } else {
+                out.push(b' ');
+            }
+        }
+        out.push(b);
+    }
+    out
+}
+
+#[test]
+fn fast_and_general_paths_read_the_same() {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let limits = Limits::default();
+    let mut out = Vec::new();
+    for i in 0..1000 {
+        let params: Vec<Value> = (0..rng.below(4)).map(|_| value(&mut rng, 4)).collect();
+        out.clear();
+        write_call(&mut out, &format!("m.{i}"), &params);
+        for comments in [false, true] {
+            let doc = respelled(&out, comments);
+            let call = parse_call(&doc, &limits)
+                .unwrap_or_else(|e| panic!("{e}\n{}", String::from_utf8_lossy(&doc)));
+            assert_eq!(call.params, params, "{}", String::from_utf8_lossy(&doc));
+        }
+    }
+    // The respelling really changes the document (so the general path is what ran).
+    out.clear();
+    write_call(&mut out, "m", &[Value::Nil, Value::from("x")]);
+    let spaced = String::from_utf8(respelled(&out, false)).unwrap();
+    assert!(
+        spaced.contains("<nil />") && spaced.contains("<string >x</string >"),
+        "{spaced}"
+    );
+}
