@@ -6,77 +6,55 @@
 use super::stream::Incoming;
 use super::ClientError;
 use rpcmux_jsonrpc::Id;
-use rpcmux_value::{Params, RpcError, Value};
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use rpcmux_value::Params;
 
 /// `{"jsonrpc":"2.0","method":…,"params":…,"id":id}`
 pub(crate) fn write_call(out: &mut Vec<u8>, id: u32, method: &str, params: &Params) {
     rpcmux_jsonrpc::write_request(out, Some(&Id::from(u64::from(id))), method, params);
 }
 
-#[derive(Deserialize)]
-struct WireError {
-    code: i64,
-    message: String,
-    data: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct Wire {
-    method: Option<IgnoredAny>,
-    result: Option<Value>,
-    error: Option<WireError>,
-    #[serde(default)]
-    id: Option<serde_json::Value>,
-}
-
 /// Read one JSON-RPC message: a reply to call `id`, or a notification.
 pub(crate) fn read_message(body: &[u8]) -> Result<Incoming, ClientError> {
-    let w: Wire = serde_json::from_slice(body).map_err(|e| {
+    let Some(r) = parse(body)? else {
+        return Ok(Incoming::Other);
+    };
+    let id = match &r.id {
+        Id::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        Id::Null | Id::String(_) => None,
+    };
+    match (id, r.outcome) {
+        (Some(id), reply) => Ok(Incoming::Reply { id, reply }),
+        // The server could not tell which request this answers (a parse error on our
+        // bytes): nothing to match it to, and the stream is suspect.
+        (None, Err(e)) => Err(ClientError::Protocol(format!(
+            "error reply without a usable id: {e}"
+        ))),
+        (None, Ok(_)) => Err(ClientError::Protocol(format!(
+            "reply without a usable id: {}",
+            snippet(body, 200)
+        ))),
+    }
+}
+
+/// Read the reply to a single call (an HTTP body), whatever its id: a body-level error
+/// (e.g. -32700 with a null id) still answers this one call.
+pub(crate) fn read_reply(body: &[u8]) -> Result<super::Reply, ClientError> {
+    match parse(body)? {
+        Some(r) => Ok(r.outcome),
+        None => Err(ClientError::Protocol(
+            "got a notification where a reply was expected".into(),
+        )),
+    }
+}
+
+/// A response, or `None` for a notification.
+fn parse(body: &[u8]) -> Result<Option<rpcmux_jsonrpc::Response>, ClientError> {
+    rpcmux_jsonrpc::parse_response_or_notification(body).map_err(|e| {
         ClientError::Protocol(format!(
             "not a JSON-RPC reply ({e}): {}",
             snippet(body, 200)
         ))
-    })?;
-    if w.method.is_some() {
-        return Ok(Incoming::Other);
-    }
-    let reply = match w.error {
-        Some(e) => Err(RpcError {
-            code: e.code,
-            message: e.message,
-            data: e.data.map(Box::new),
-        }),
-        None => Ok(w.result.unwrap_or(Value::Nil)),
-    };
-    match w.id.as_ref().and_then(|v| v.as_u64()) {
-        Some(id) if id <= u64::from(u32::MAX) => Ok(Incoming::Reply {
-            id: id as u32,
-            reply,
-        }),
-        // The server could not tell which request this answers (a parse error on our
-        // bytes): nothing to match it to, and the stream is suspect.
-        _ => Err(ClientError::Protocol(match reply {
-            Err(e) => format!("error reply without a usable id: {e}"),
-            Ok(_) => format!("reply without a usable id: {}", snippet(body, 200)),
-        })),
-    }
-}
-
-/// Read the reply to a single call (an HTTP body), whatever its id.
-pub(crate) fn read_reply(body: &[u8]) -> Result<super::Reply, ClientError> {
-    match read_message(body) {
-        Ok(Incoming::Reply { reply, .. }) => Ok(reply),
-        Ok(Incoming::Other) => Err(ClientError::Protocol(
-            "got a notification where a reply was expected".into(),
-        )),
-        // A body-level error (e.g. -32700 with a null id) still answers this one call.
-        Err(e) => match rpcmux_jsonrpc::parse_response(body) {
-            Ok(r) => Ok(r.outcome),
-            Err(_) => Err(e),
-        },
-    }
+    })
 }
 
 /// The start of `bytes` as text, for error messages.
@@ -92,6 +70,7 @@ pub(crate) fn snippet(bytes: &[u8], max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rpcmux_value::{RpcError, Value};
 
     #[test]
     fn replies_errors_and_notifications() {

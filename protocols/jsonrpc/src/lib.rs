@@ -14,6 +14,7 @@ mod split;
 pub use id::Id;
 pub use request::{parse, Failed, Incoming, Request};
 pub use response::{
-    parse_response, write_error, write_notification, write_request, write_result, Response,
+    parse_response, parse_response_or_notification, write_error, write_notification, write_request,
+    write_result, Response,
 };
 pub use split::{Split, Splitter};

@@ -5,6 +5,7 @@
 
 use crate::id::Id;
 use rpcmux_value::{Params, RpcError, Value};
+use serde::de::IgnoredAny;
 use serde::Deserialize;
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
@@ -77,25 +78,44 @@ struct WireError {
 
 #[derive(Deserialize)]
 struct WireResponse {
+    /// Only a server notification (an event) has one.
+    method: Option<IgnoredAny>,
     result: Option<Value>,
     error: Option<WireError>,
     #[serde(default)]
     id: Id,
 }
 
+impl WireResponse {
+    fn into_response(self) -> Response {
+        let outcome = match self.error {
+            Some(e) => Err(RpcError {
+                code: e.code,
+                message: e.message,
+                data: e.data.map(Box::new),
+            }),
+            None => Ok(self.result.unwrap_or(Value::Nil)),
+        };
+        Response {
+            id: self.id,
+            outcome,
+        }
+    }
+}
+
 /// Parse one response object (not a batch). A reply with neither result nor error
 /// reads as a `null` result (`"result": null` deserializes to `None`).
 pub fn parse_response(body: &[u8]) -> Result<Response, RpcError> {
     let w: WireResponse = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
-    let outcome = match w.error {
-        Some(e) => Err(RpcError {
-            code: e.code,
-            message: e.message,
-            data: e.data.map(Box::new),
-        }),
-        None => Ok(w.result.unwrap_or(Value::Nil)),
-    };
-    Ok(Response { id: w.id, outcome })
+    Ok(w.into_response())
+}
+
+/// Parse one message arriving at a client over a stream, where the server may also
+/// push events: `Ok(None)` for a notification (a message with a `method`), else the
+/// response, read as [`parse_response`] reads it.
+pub fn parse_response_or_notification(body: &[u8]) -> Result<Option<Response>, serde_json::Error> {
+    let w: WireResponse = serde_json::from_slice(body)?;
+    Ok(w.method.is_none().then(|| w.into_response()))
 }
 
 #[cfg(test)]
@@ -115,7 +135,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","error":{"code":-32601,"message":"Method not found: nope","data":3},"id":null}"#
         );
         let back = parse_response(&out).unwrap();
-        assert_eq!(back.outcome, Err(err));
+        assert_eq!(back.outcome, Err(err.clone()));
+        let back = parse_response_or_notification(&out).unwrap().unwrap();
+        assert_eq!((back.id, back.outcome), (Id::Null, Err(err)));
+        out.clear();
+        write_notification(&mut out, "|virt|x", &Value::Nil);
+        assert_eq!(parse_response_or_notification(&out).unwrap(), None);
+        assert!(parse_response_or_notification(b"<html>").is_err());
     }
 
     #[test]
