@@ -15,7 +15,7 @@ pub use payload::Payload;
 pub use report::{Latency, Report, CSV_HEADER};
 pub use stats::{Counts, Outcome, Recorder};
 
-use crate::client::{Client, ClientError, ClientProto, ConnectOpts};
+use crate::client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
 use bytes::BytesMut;
 use rpcmux_value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,6 +46,16 @@ pub struct BenchConfig {
 pub struct Progress {
     pub calls: AtomicU64,
     pub errors: AtomicU64,
+}
+
+impl Progress {
+    /// One more call ended this way.
+    fn count(&self, outcome: Outcome) {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if outcome != Outcome::Ok {
+            self.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Run the bench. `on_tick` is called about once a second with the time since start,
@@ -221,18 +231,11 @@ async fn worker(
         let result = client.call_ref(&payload.method, &payload.params).await;
         let latency = t0.elapsed();
         let (outcome, fatal) = match &result {
-            Ok(Ok(v)) if payload.expect.as_ref().map_or(true, |e| same(e, v)) => {
-                (Outcome::Ok, false)
-            }
-            Ok(Ok(_)) => (Outcome::WrongResult, false),
-            Ok(Err(_)) => (Outcome::ErrorReply, false),
+            Ok(reply) => (judge(reply, payload.expect.as_ref()), false),
             Err(ClientError::Timeout(_)) => (Outcome::Transport, false),
             Err(_) => (Outcome::Transport, true),
         };
-        progress.calls.fetch_add(1, Ordering::Relaxed);
-        if outcome != Outcome::Ok {
-            progress.errors.fetch_add(1, Ordering::Relaxed);
-        }
+        progress.count(outcome);
         // A lost connection is reported even in warmup: the slot it ends never recovers.
         if t0 >= measure_from || fatal {
             rec.record(latency, outcome, || describe(&result));
@@ -281,9 +284,27 @@ fn eq_bytes(a: &str, b: &str) -> bool {
     wa.zip(wb).all(|(x, y)| word(x) == word(y)) && ta.iter().zip(tb).all(|(x, y)| x == y)
 }
 
-fn describe(r: &Result<crate::client::Reply, ClientError>) -> String {
+/// How an answered call counts: an error reply, a result other than `expect` (when
+/// given), or right.
+fn judge(reply: &Reply, expect: Option<&Value>) -> Outcome {
+    match reply {
+        Ok(v) if expect.is_some_and(|want| !same(v, want)) => Outcome::WrongResult,
+        Ok(_) => Outcome::Ok,
+        Err(_) => Outcome::ErrorReply,
+    }
+}
+
+fn describe(r: &Result<Reply, ClientError>) -> String {
     match r {
-        Ok(Ok(v)) => format!(
+        Ok(reply) => describe_reply(reply),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What was wrong with an answered call, for the report's first-error line.
+fn describe_reply(reply: &Reply) -> String {
+    match reply {
+        Ok(v) => format!(
             "wrong result: {}",
             serde_json::to_string(v)
                 .unwrap_or_default()
@@ -291,8 +312,7 @@ fn describe(r: &Result<crate::client::Reply, ClientError>) -> String {
                 .take(200)
                 .collect::<String>()
         ),
-        Ok(Err(e)) => format!("error reply {}: {}", e.code, e.message),
-        Err(e) => e.to_string(),
+        Err(e) => format!("error reply {}: {}", e.code, e.message),
     }
 }
 

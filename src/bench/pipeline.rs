@@ -13,12 +13,11 @@
 //! request has the template's length and the id slot never moves.
 
 use super::stats::{Outcome, Recorder};
-use super::{same, Progress};
+use super::{describe_reply, judge, Progress};
 use crate::client::stream::Decode;
 use crate::client::{ClientProto, Incoming, Io, Reply};
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_value::Value;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -250,17 +249,10 @@ pub(crate) async fn connection<S: Io>(
                     return rec;
                 }
             };
-            let outcome = match (&reply, &plan.expect) {
-                (Ok(v), Some(want)) if !same(v, want) => Outcome::WrongResult,
-                (Ok(_), _) => Outcome::Ok,
-                (Err(_), _) => Outcome::ErrorReply,
-            };
-            progress.calls.fetch_add(1, Ordering::Relaxed);
-            if outcome != Outcome::Ok {
-                progress.errors.fetch_add(1, Ordering::Relaxed);
-            }
+            let outcome = judge(&reply, plan.expect.as_ref());
+            progress.count(outcome);
             if sent_at[slot] >= plan.measure_from {
-                rec.record(now - sent_at[slot], outcome, || describe(&reply));
+                rec.record(now - sent_at[slot], outcome, || describe_reply(&reply));
             }
             if now < plan.end {
                 round[slot] = (round[slot] + 1) % plan.rounds();
@@ -273,20 +265,6 @@ pub(crate) async fn connection<S: Io>(
         }
     }
     rec
-}
-
-fn describe(reply: &Reply) -> String {
-    match reply {
-        Ok(v) => format!(
-            "wrong result: {}",
-            serde_json::to_string(v)
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect::<String>()
-        ),
-        Err(e) => format!("error reply {}: {}", e.code, e.message),
-    }
 }
 
 /// Read an echoed request as a server would: its id and its first param.
