@@ -103,7 +103,7 @@ pub async fn run(
             tasks.push(tokio::spawn(pipeline::connection(
                 tcp,
                 BytesMut::new(),
-                pipeline::Answers::Echoes,
+                pipeline::Answers::Echoes(echoes(cfg)?),
                 plan.clone(),
                 progress.clone(),
             )));
@@ -168,6 +168,11 @@ pub async fn run(
         total.merge(&rec);
     }
     Ok(Report::new(cfg, &total, cfg.duration))
+}
+
+fn echoes(cfg: &BenchConfig) -> Result<pipeline::Echoes, String> {
+    pipeline::Echoes::new(cfg.proto, cfg.opts.max_reply)
+        .ok_or_else(|| format!("--echo-server: {} is not echoed", cfg.proto))
 }
 
 /// Start, end of warmup, end of the run: the clock starts once every connection is open.

@@ -16,12 +16,16 @@ use super::stats::{Outcome, Recorder};
 use super::{describe_reply, judge, Progress};
 use crate::client::stream::Decode;
 use crate::client::{ClientProto, Incoming, Io, Reply};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+use rpcmux_jsonrpc::{Split, Splitter};
+use rpcmux_msgpack_rpc::{Message, MsgpackRpcCodec};
+use rpcmux_stomp::{Item, StompCodec};
 use rpcmux_value::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::Instant;
+use tokio_util::codec::Decoder;
 
 /// The id the template is encoded with, found again in its bytes: 0xDEADBEEF, which
 /// has 10 decimal digits and takes a 4-byte uint in msgpack.
@@ -42,7 +46,6 @@ enum IdForm {
 
 /// What every connection sends and expects, and when.
 pub(crate) struct Plan {
-    pub proto: ClientProto,
     /// One call's bytes, with [`PLACEHOLDER_ID`] as its id.
     template: Bytes,
     id_at: usize,
@@ -91,7 +94,6 @@ impl Plan {
             ));
         };
         Ok(Plan {
-            proto,
             id_at: at + skip,
             id_form,
             template,
@@ -143,13 +145,13 @@ pub(crate) enum Answers {
     /// An RPC server's replies, read by the client's decoder for the protocol.
     Replies(Box<dyn Decode>),
     /// A bare echo server: each request comes back as sent, and is read as a request.
-    Echoes,
+    Echoes(Echoes),
 }
 
 impl Answers {
     /// The next answer in `buf`: the call id and the reply (from an echo: the first
     /// param). `Ok(None)`: more bytes are needed. `Err`: the stream is unusable.
-    fn next(&mut self, plan: &Plan, buf: &mut BytesMut) -> Result<Option<(u32, Reply)>, String> {
+    fn next(&mut self, buf: &mut BytesMut) -> Result<Option<(u32, Reply)>, String> {
         match self {
             Answers::Replies(decode) => loop {
                 match decode.decode(buf).map_err(|e| e.to_string())? {
@@ -158,16 +160,70 @@ impl Answers {
                     Some(Incoming::Other) => continue,
                 }
             },
-            Answers::Echoes => {
-                let len = plan.template.len();
-                if buf.len() < len {
-                    return Ok(None);
-                }
-                let echoed = decode_request(plan.proto, &buf[..len])
-                    .ok_or("the echo did not decode to the request")?;
-                buf.advance(len);
-                Ok(Some(echoed))
+            Answers::Echoes(echoes) => echoes.next(buf),
+        }
+    }
+}
+
+/// Reads echoed requests with the framing a client's reply decoder uses for the same
+/// protocol (msgpack codec, JSON splitter, STOMP codec), kept for the connection's life
+/// as the client keeps its own: the echo side of the loop does the same work per call.
+pub(crate) enum Echoes {
+    Msgpack(MsgpackRpcCodec),
+    Json(Splitter),
+    Stomp(StompCodec),
+}
+
+impl Echoes {
+    /// `None` for the HTTP protocols, which are not echoed. `max` caps a message, as
+    /// the client's `max_reply` caps a reply.
+    pub(crate) fn new(proto: ClientProto, max: usize) -> Option<Echoes> {
+        Some(match proto {
+            ClientProto::Msgpack => {
+                Echoes::Msgpack(MsgpackRpcCodec::new(rpcmux_msgpack_rpc::Limits {
+                    max_message: max,
+                    ..Default::default()
+                }))
             }
+            ClientProto::JsonrpcTcp => Echoes::Json(Splitter::new(max)),
+            ClientProto::Stomp => Echoes::Stomp(StompCodec::new(rpcmux_stomp::Limits {
+                max_frame: max,
+                ..Default::default()
+            })),
+            ClientProto::Xmlrpc | ClientProto::Jsonrpc => return None,
+        })
+    }
+
+    /// The next echoed request: its id and first param.
+    fn next(&mut self, buf: &mut BytesMut) -> Result<Option<(u32, Reply)>, String> {
+        const BAD: &str = "the echo did not decode to the request";
+        match self {
+            Echoes::Msgpack(codec) => match codec.decode(buf) {
+                Ok(None) => Ok(None),
+                Ok(Some(Message::Request { msgid, params, .. })) => {
+                    let first = params.into_iter().next().ok_or(BAD)?;
+                    Ok(Some((msgid, Ok(first))))
+                }
+                Ok(Some(_)) | Err(_) => Err(BAD.into()),
+            },
+            Echoes::Json(splitter) => match splitter.next(buf) {
+                Split::Value { start, end } => {
+                    let frame = buf.split_to(end);
+                    json_request(&frame[start..]).map(Some).ok_or(BAD.into())
+                }
+                Split::Incomplete | Split::Garbage { skip: 0 } => Ok(None),
+                Split::Garbage { .. } | Split::TooLarge => Err(BAD.into()),
+            },
+            Echoes::Stomp(codec) => loop {
+                match codec.decode(buf) {
+                    Ok(None) => return Ok(None),
+                    Ok(Some(Item::Heartbeat)) => continue,
+                    Ok(Some(Item::Frame(f))) => {
+                        return json_request(&f.body).map(Some).ok_or(BAD.into())
+                    }
+                    Err(_) => return Err(BAD.into()),
+                }
+            },
         }
     }
 }
@@ -230,7 +286,7 @@ pub(crate) async fn connection<S: Io>(
         }
         let now = Instant::now();
         loop {
-            let (id, reply) = match answers.next(&plan, &mut buf) {
+            let (id, reply) = match answers.next(&mut buf) {
                 Ok(Some(answer)) => answer,
                 Ok(None) => break,
                 Err(why) => {
@@ -267,32 +323,7 @@ pub(crate) async fn connection<S: Io>(
     rec
 }
 
-/// Read an echoed request as a server would: its id and its first param.
-fn decode_request(proto: ClientProto, bytes: &[u8]) -> Option<(u32, Reply)> {
-    match proto {
-        ClientProto::Msgpack => {
-            let limits = rpcmux_msgpack_rpc::Limits::default();
-            match rpcmux_msgpack_rpc::decode_message(bytes, &limits).ok()? {
-                rpcmux_msgpack_rpc::Message::Request { msgid, params, .. } => {
-                    Some((msgid, Ok(params.into_iter().next()?)))
-                }
-                _ => None,
-            }
-        }
-        ClientProto::JsonrpcTcp => json_request(bytes),
-        ClientProto::Stomp => {
-            use tokio_util::codec::Decoder;
-            let mut codec = rpcmux_stomp::StompCodec::default();
-            let mut buf = BytesMut::from(bytes);
-            match codec.decode(&mut buf).ok()?? {
-                rpcmux_stomp::Item::Frame(f) => json_request(&f.body),
-                rpcmux_stomp::Item::Heartbeat => None,
-            }
-        }
-        ClientProto::Xmlrpc | ClientProto::Jsonrpc => None,
-    }
-}
-
+/// A JSON-RPC request's id and first param.
 fn json_request(bytes: &[u8]) -> Option<(u32, Reply)> {
     let rpcmux_jsonrpc::Incoming::Single(Ok(req)) = rpcmux_jsonrpc::parse(bytes).ok()? else {
         return None;
@@ -351,6 +382,40 @@ mod tests {
         let last = mp.id(3, mp.rounds() - 1);
         assert!((FIRST_ID..FIRST_ID + ID_SPAN).contains(&last));
         assert_eq!(mp.slot_of(last), Some(3));
+    }
+
+    #[test]
+    fn echoes_are_read_as_requests_across_reads() {
+        use crate::client::Client;
+        let params = rpcmux_value::Params::Positional(vec![Value::from("hi")]);
+        for proto in [
+            ClientProto::Msgpack,
+            ClientProto::JsonrpcTcp,
+            ClientProto::Stomp,
+        ] {
+            let mut echoes = Echoes::new(proto, 1 << 20).unwrap();
+            let mut wire = Vec::new();
+            for id in [FIRST_ID, FIRST_ID + 1] {
+                wire.extend_from_slice(&Client::request_bytes(proto, id, "echo", &params).unwrap());
+            }
+            // The first request arrives in two pieces, the second whole.
+            let cut = wire.len() / 4;
+            let mut buf = BytesMut::from(&wire[..cut]);
+            assert_eq!(echoes.next(&mut buf).unwrap(), None, "{proto}");
+            buf.extend_from_slice(&wire[cut..]);
+            for id in [FIRST_ID, FIRST_ID + 1] {
+                let got = echoes.next(&mut buf).unwrap();
+                assert_eq!(got, Some((id, Ok(Value::from("hi")))), "{proto}");
+            }
+            assert_eq!(echoes.next(&mut buf).unwrap(), None, "{proto}");
+            assert!(
+                echoes
+                    .next(&mut BytesMut::from(&b"\x00garbage\n"[..]))
+                    .is_err(),
+                "{proto}"
+            );
+        }
+        assert!(Echoes::new(ClientProto::Xmlrpc, 1).is_none());
     }
 
     #[test]
