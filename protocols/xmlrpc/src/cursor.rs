@@ -94,15 +94,10 @@ impl<'a> Cursor<'a> {
     /// [`Cursor::expect_open`] and of the grammar's "this or that" choices.
     #[inline]
     pub(crate) fn eat_open(&mut self, want: Tag) -> Result<bool, RpcError> {
-        if self.pending_close.is_some() {
-            return Ok(false);
+        if self.pending_close.is_none() {
+            self.lexer.skip_space_before_markup();
         }
-        self.lexer.skip_space_before_markup();
-        if !self.lexer.eat_start(want) {
-            return Ok(false);
-        }
-        self.count_element()?;
-        Ok(true)
+        self.eat_open_here(want)
     }
 
     /// [`Cursor::eat_open`] without skipping whitespace first (where whitespace would be
