@@ -100,12 +100,8 @@ impl<'a> Lexer<'a> {
     /// in it is left for [`Lexer::next`].
     #[inline]
     pub(crate) fn skip_space_before_markup(&mut self) {
-        let bytes = self.doc.as_bytes();
-        let mut at = self.pos;
-        while at < bytes.len() && is_space(bytes[at]) {
-            at += 1;
-        }
-        if at == bytes.len() || bytes[at] == b'<' {
+        let at = self.skip_space(self.pos);
+        if matches!(self.doc.as_bytes().get(at), None | Some(b'<')) {
             self.pos = at;
         }
     }
@@ -136,10 +132,12 @@ impl<'a> Lexer<'a> {
     /// is a `tag`. Anything else is left for [`Lexer::next`].
     #[inline]
     pub(crate) fn eat_end(&mut self, tag: Tag) -> bool {
-        match self.open.last() {
-            Some(&(_, open)) if open == tag => self.eat_end_of_innermost().is_some(),
-            _ => false,
-        }
+        self.innermost_is(tag) && self.eat_end_of_innermost().is_some()
+    }
+
+    /// Whether the innermost open element is a `tag`.
+    fn innermost_is(&self, tag: Tag) -> bool {
+        matches!(self.open.last(), Some(&(_, open)) if open == tag)
     }
 
     /// `</name>` of the innermost open element, exactly (no space before `>`): one
@@ -168,7 +166,7 @@ impl<'a> Lexer<'a> {
     /// body of nearly every scalar. Otherwise nothing is consumed.
     #[inline]
     pub(crate) fn eat_plain_text_and_end(&mut self, tag: Tag, max: usize) -> Option<&'a str> {
-        if !matches!(self.open.last(), Some(&(_, open)) if open == tag) {
+        if !self.innermost_is(tag) {
             return None;
         }
         let start = self.pos;
