@@ -5,7 +5,8 @@
 mod common;
 
 use bytes::BytesMut;
-use common::{music_entry, run_chunks, run_whole, Outcome, Rng};
+use common::{music_entry, run_chunks, run_whole, Outcome};
+use fastrand::Rng;
 use rpcmux_msgpack_rpc::{
     encode_notification, encode_request, encode_response, CodecError, Limits, MsgpackRpcCodec,
 };
@@ -85,12 +86,12 @@ fn one_read_byte_by_byte_and_random_splits_agree() {
     let by_byte = run_chunks(Limits::default(), bytes.chunks(1));
     assert_eq!(by_byte, whole);
 
-    let mut rng = Rng::new(7);
+    let mut rng = Rng::with_seed(7);
     for _ in 0..20 {
         let mut chunks = Vec::new();
         let mut rest = &bytes[..];
         while !rest.is_empty() {
-            let n = (1 + rng.below(700)).min(rest.len());
+            let n = (1 + rng.usize(..700)).min(rest.len());
             chunks.push(&rest[..n]);
             rest = &rest[n..];
         }
@@ -128,16 +129,16 @@ fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
         0xff,
     ];
     let mut b = base.to_vec();
-    for _ in 0..1 + rng.below(4) {
+    for _ in 0..1 + rng.usize(..4) {
         if b.is_empty() {
-            b.push(rng.next() as u8);
+            b.push(rng.u64(..) as u8);
         }
-        let i = rng.below(b.len());
-        match rng.below(6) {
-            0 => b[i] ^= 1 << rng.below(8),
-            1 => b[i] = INTERESTING[rng.below(INTERESTING.len())],
-            2 => b[i] = rng.next() as u8,
-            3 => b.insert(i, INTERESTING[rng.below(INTERESTING.len())]),
+        let i = rng.usize(..b.len());
+        match rng.usize(..6) {
+            0 => b[i] ^= 1 << rng.usize(..8),
+            1 => b[i] = INTERESTING[rng.usize(..INTERESTING.len())],
+            2 => b[i] = rng.u64(..) as u8,
+            3 => b.insert(i, INTERESTING[rng.usize(..INTERESTING.len())]),
             4 => {
                 b.remove(i);
             }
@@ -150,7 +151,7 @@ fn mutate(rng: &mut Rng, base: &[u8]) -> Vec<u8> {
 fn random_chunks<'a>(rng: &mut Rng, mut rest: &'a [u8]) -> Vec<&'a [u8]> {
     let mut out = Vec::new();
     while !rest.is_empty() {
-        let n = (1 + rng.below(40)).min(rest.len());
+        let n = (1 + rng.usize(..40)).min(rest.len());
         out.push(&rest[..n]);
         rest = &rest[n..];
     }
@@ -177,13 +178,13 @@ fn random_mutations_never_panic_and_splits_agree() {
         max_message: 400,
         max_depth: 6,
     };
-    let mut rng = Rng::new(0x5eed);
+    let mut rng = Rng::with_seed(0x5eed);
     let mut outcomes = [0usize; 3]; // clean, invalid message, fatal error
     for case in 0..6000 {
         let base = &bases[case % bases.len()];
         // Two messages back to back, so a mutation can also break the boundary.
         let mut input = mutate(&mut rng, base);
-        let second = &bases[rng.below(bases.len())];
+        let second = &bases[rng.usize(..bases.len())];
         input.extend_from_slice(&mutate(&mut rng, second));
         let whole = run_whole(limits, &input);
         let split = run_chunks(limits, random_chunks(&mut rng, &input));
@@ -203,13 +204,13 @@ fn random_mutations_never_panic_and_splits_agree() {
 
 #[test]
 fn random_bytes_never_panic() {
-    let mut rng = Rng::new(42);
+    let mut rng = Rng::with_seed(42);
     for _ in 0..3000 {
-        let len = rng.below(64);
-        let mut input: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        let len = rng.usize(..64);
+        let mut input: Vec<u8> = (0..len).map(|_| rng.u64(..) as u8).collect();
         // Start most inputs like a message so the scanner gets past the first byte.
-        if rng.below(4) != 0 && !input.is_empty() {
-            input[0] = [0x93, 0x94, 0xdc][rng.below(3)];
+        if rng.usize(..4) != 0 && !input.is_empty() {
+            input[0] = [0x93, 0x94, 0xdc][rng.usize(..3)];
         }
         let whole = run_whole(Limits::default(), &input);
         assert_eq!(run_chunks(Limits::default(), input.chunks(1)), whole);

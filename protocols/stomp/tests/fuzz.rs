@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::{decode_every_way, Rng};
+use common::decode_every_way;
+use fastrand::Rng;
 use rpcmux_stomp::Limits;
 
 const SEEDS: &[&[u8]] = &[
@@ -22,23 +23,23 @@ const SEEDS: &[&[u8]] = &[
 const ALPHABET: &[u8] = b"\n\r\0:\\cnrSENDCOTMPx-0123456789 \xff\xc3";
 
 fn limits(rng: &mut Rng) -> Limits {
-    if rng.below(2) == 0 {
+    if rng.usize(..2) == 0 {
         Limits::default()
     } else {
         Limits {
-            max_frame: 8 + rng.below(80),
-            max_headers: rng.below(5),
-            max_header_line: rng.below(24),
+            max_frame: 8 + rng.usize(..80),
+            max_headers: rng.usize(..5),
+            max_header_line: rng.usize(..24),
         }
     }
 }
 
 #[test]
 fn random_bytes() {
-    let mut rng = Rng::new(1);
+    let mut rng = Rng::with_seed(1);
     for _ in 0..3000 {
-        let len = rng.below(64);
-        let input: Vec<u8> = (0..len).map(|_| *rng.pick(ALPHABET)).collect();
+        let len = rng.usize(..64);
+        let input: Vec<u8> = (0..len).map(|_| *rng.choice(ALPHABET).unwrap()).collect();
         let l = limits(&mut rng);
         decode_every_way(&input, l);
     }
@@ -46,20 +47,20 @@ fn random_bytes() {
 
 #[test]
 fn mutated_valid_streams() {
-    let mut rng = Rng::new(2);
+    let mut rng = Rng::with_seed(2);
     for _ in 0..4000 {
         let mut input: Vec<u8> = Vec::new();
-        for _ in 0..1 + rng.below(3) {
-            input.extend_from_slice(rng.pick::<&[u8]>(SEEDS));
+        for _ in 0..1 + rng.usize(..3) {
+            input.extend_from_slice(rng.choice(SEEDS).unwrap());
         }
-        for _ in 0..rng.below(4) {
+        for _ in 0..rng.usize(..4) {
             if input.is_empty() {
                 break;
             }
-            let at = rng.below(input.len());
-            match rng.below(4) {
-                0 => input[at] = *rng.pick(ALPHABET),
-                1 => input.insert(at, *rng.pick(ALPHABET)),
+            let at = rng.usize(..input.len());
+            match rng.usize(..4) {
+                0 => input[at] = *rng.choice(ALPHABET).unwrap(),
+                1 => input.insert(at, *rng.choice(ALPHABET).unwrap()),
                 2 => {
                     input.remove(at);
                 }

@@ -3,7 +3,8 @@
 mod common;
 
 use bytes::{Bytes, BytesMut};
-use common::{decode_every_way, Rng};
+use common::decode_every_way;
+use fastrand::Rng;
 use rpcmux_stomp::{encode_frame, Command, Frame, Item, Limits, StompCodec};
 use tokio_util::codec::Encoder;
 
@@ -15,13 +16,15 @@ const CHARS: &[&str] = &[
 const RAW_CHARS: &[&str] = &["a", "Z", "0", "-", "\\", "c", " ", "é", "✓"];
 
 fn text(rng: &mut Rng, pool: &[&str], max: usize) -> String {
-    (0..rng.below(max + 1)).map(|_| *rng.pick(pool)).collect()
+    (0..rng.usize(..max + 1))
+        .map(|_| *rng.choice(pool).unwrap())
+        .collect()
 }
 
 fn random_frame(rng: &mut Rng) -> Frame {
-    let command = *rng.pick(&Command::ALL);
+    let command = *rng.choice(&Command::ALL).unwrap();
     let mut frame = Frame::new(command);
-    for _ in 0..rng.below(6) {
+    for _ in 0..rng.usize(..6) {
         let (name, value) = if command.escapes_headers() {
             (text(rng, CHARS, 8), text(rng, CHARS, 12))
         } else {
@@ -37,13 +40,13 @@ fn random_frame(rng: &mut Rng) -> Frame {
         };
         frame.push_header(name, value);
     }
-    let body: Vec<u8> = (0..rng.below(40)).map(|_| rng.next() as u8).collect();
+    let body: Vec<u8> = (0..rng.usize(..40)).map(|_| rng.u64(..) as u8).collect();
     frame.with_body(body)
 }
 
 #[test]
 fn random_frames_round_trip() {
-    let mut rng = Rng::new(0x5707);
+    let mut rng = Rng::with_seed(0x5707);
     for _ in 0..2000 {
         let frame = random_frame(&mut rng);
         let mut wire = BytesMut::new();

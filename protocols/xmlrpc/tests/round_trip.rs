@@ -5,7 +5,7 @@ use rpcmux_value::{DateTime, Map, Value};
 use rpcmux_xmlrpc::{parse_call, parse_response, write_call, write_response, Limits};
 
 mod common;
-use common::Rng;
+use fastrand::Rng;
 
 /// Characters that stress escaping and decoding: markup, entities-lookalikes, CR/LF,
 /// controls (NUL included), whitespace at the edges, multi-byte UTF-8, U+FFFE.
@@ -15,35 +15,35 @@ const CHARS: &[char] = &[
 ];
 
 fn string(rng: &mut Rng) -> String {
-    (0..rng.below(12))
-        .map(|_| CHARS[rng.below(CHARS.len())])
+    (0..rng.usize(..12))
+        .map(|_| CHARS[rng.usize(..CHARS.len())])
         .collect()
 }
 
 fn value(rng: &mut Rng, depth: usize) -> Value {
     let kinds = if depth == 0 { 7 } else { 9 };
-    match rng.below(kinds) {
+    match rng.usize(..kinds) {
         0 => Value::Nil,
-        1 => Value::Bool(rng.next() & 1 == 1),
-        2 => match rng.below(3) {
-            0 => Value::Int(rng.next() as i64),
-            1 => Value::Int(rng.next() as i32 as i64),
-            _ => Value::Int(rng.below(100) as i64 - 50),
+        1 => Value::Bool(rng.u64(..) & 1 == 1),
+        2 => match rng.usize(..3) {
+            0 => Value::Int(rng.u64(..) as i64),
+            1 => Value::Int(rng.u64(..) as i32 as i64),
+            _ => Value::Int(rng.usize(..100) as i64 - 50),
         },
         3 => {
-            let d = f64::from_bits(rng.next());
+            let d = f64::from_bits(rng.u64(..));
             Value::Double(if d.is_nan() { 0.5 } else { d })
         }
         4 => Value::String(string(rng)),
-        5 => Value::Bytes((0..rng.below(80)).map(|_| rng.next() as u8).collect()),
+        5 => Value::Bytes((0..rng.usize(..80)).map(|_| rng.u64(..) as u8).collect()),
         6 => {
-            let secs = (rng.next() % 253_402_300_800) as i64; // year 1970..=9999
+            let secs = (rng.u64(..) % 253_402_300_800) as i64; // year 1970..=9999
             Value::DateTime(DateTime::from_unix(secs, 0).unwrap())
         }
-        7 => Value::Array((0..rng.below(5)).map(|_| value(rng, depth - 1)).collect()),
+        7 => Value::Array((0..rng.usize(..5)).map(|_| value(rng, depth - 1)).collect()),
         _ => {
             let mut m = Map::default();
-            for _ in 0..rng.below(5) {
+            for _ in 0..rng.usize(..5) {
                 m.insert(string(rng), value(rng, depth - 1));
             }
             Value::Struct(m)
@@ -53,11 +53,11 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
 
 #[test]
 fn random_values_round_trip_through_call_and_response() {
-    let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+    let mut rng = Rng::with_seed(0x2545_F491_4F6C_DD1D);
     let limits = Limits::default();
     let mut out = Vec::new();
     for i in 0..3000 {
-        let params: Vec<Value> = (0..rng.below(4)).map(|_| value(&mut rng, 4)).collect();
+        let params: Vec<Value> = (0..rng.usize(..4)).map(|_| value(&mut rng, 4)).collect();
         let method = format!("m.{i}");
         out.clear();
         write_call(&mut out, &method, &params);
@@ -75,7 +75,7 @@ fn random_values_round_trip_through_call_and_response() {
 
 #[test]
 fn doubles_keep_their_bits() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::with_seed(7);
     let mut out = Vec::new();
     let specials = [
         0.0,
@@ -87,7 +87,7 @@ fn doubles_keep_their_bits() {
         -f64::INFINITY,
     ];
     let randoms = (0..2000)
-        .map(|_| f64::from_bits(rng.next()))
+        .map(|_| f64::from_bits(rng.u64(..)))
         .filter(|d| !d.is_nan());
     for d in specials.into_iter().chain(randoms) {
         out.clear();
@@ -131,11 +131,11 @@ fn respelled(doc: &[u8], comments: bool) -> Vec<u8> {
 
 #[test]
 fn fast_and_general_paths_read_the_same() {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::with_seed(0x9E37_79B9_7F4A_7C15);
     let limits = Limits::default();
     let mut out = Vec::new();
     for i in 0..1000 {
-        let params: Vec<Value> = (0..rng.below(4)).map(|_| value(&mut rng, 4)).collect();
+        let params: Vec<Value> = (0..rng.usize(..4)).map(|_| value(&mut rng, 4)).collect();
         out.clear();
         write_call(&mut out, &format!("m.{i}"), &params);
         for comments in [false, true] {

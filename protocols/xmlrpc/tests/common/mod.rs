@@ -64,18 +64,3 @@ pub fn every_type_params() -> Vec<Value> {
         vstruct! {"k" => "v", "z" => ()},
     ]
 }
-
-/// A tiny deterministic PRNG (xorshift64*), so the fuzz and round-trip loops need no
-/// extra crates.
-pub struct Rng(pub u64);
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
