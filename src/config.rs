@@ -45,6 +45,27 @@ pub struct Limits {
     pub shutdown_timeout: f64,
     /// Listen backlog.
     pub backlog: u32,
+    /// Open sockets per client address (IPv6: per /64); 0 = no cap. A trusted PROXY
+    /// peer is not counted: the client its header names is.
+    pub max_connections_per_ip: usize,
+    /// Connections from one client address still sniffing or handshaking; 0 = no cap.
+    pub max_sniffing_per_ip: usize,
+    /// JSON-RPC batch members and `system.multicall` calls per request (-32600 past it).
+    pub max_batch: usize,
+    /// Encoded reply cap in bytes: a bigger reply is replaced by an error (-32603).
+    pub max_reply: usize,
+    /// Request bytes of calls in flight on one connection; past it the connection is
+    /// not read until calls finish (one call may always run, however large).
+    pub max_in_flight_bytes: usize,
+    /// Request bytes of calls in flight in the whole process, HTTP bodies being read
+    /// included; past it new requests wait.
+    pub max_total_in_flight_bytes: usize,
+    /// Seconds an HTTP body may go without a byte arriving (nginx's client_body_timeout).
+    pub body_timeout: f64,
+    /// Bytes per second an HTTP body must average once `body_timeout` has passed.
+    pub min_body_rate: usize,
+    /// Event subscriptions (`subscribe`) per connection.
+    pub max_subscriptions: usize,
 }
 
 impl Default for Limits {
@@ -59,6 +80,15 @@ impl Default for Limits {
             max_frame: 16 << 20,
             shutdown_timeout: 30.0,
             backlog: 4_096,
+            max_connections_per_ip: 1_000,
+            max_sniffing_per_ip: 64,
+            max_batch: 1_000,
+            max_reply: 32 << 20,
+            max_in_flight_bytes: 16 << 20,
+            max_total_in_flight_bytes: 64 << 20,
+            body_timeout: 30.0,
+            min_body_rate: 4_096,
+            max_subscriptions: 64,
         }
     }
 }
@@ -72,6 +102,9 @@ impl Limits {
     }
     pub fn shutdown_timeout(&self) -> Duration {
         secs(self.shutdown_timeout)
+    }
+    pub fn body_timeout(&self) -> Duration {
+        secs(self.body_timeout)
     }
 }
 

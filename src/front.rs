@@ -7,15 +7,11 @@
 //! outside TLS and only when configured, plaintext only where the TLS mode allows.
 
 use crate::config::{Config, TlsMode};
-use crate::io::Stream;
 use crate::proxy::{self, Trusted};
-use crate::server::{ConnInfo, Shared};
+use crate::server::ConnInfo;
 use crate::sniff::{Detected, Probes};
 use crate::tls::{self, Tls};
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
-use std::sync::Arc;
 
 /// How far a connection has come through the front layers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -55,6 +51,11 @@ impl Front {
         })
     }
 
+    /// Is `ip` a trusted PROXY peer (a balancer, whose socket carries many clients)?
+    pub fn trusts(&self, ip: std::net::IpAddr) -> bool {
+        self.trusted.contains(ip)
+    }
+
     pub fn tls(&self) -> Option<&Tls> {
         self.tls.as_ref()
     }
@@ -69,9 +70,8 @@ impl Front {
             .with(Detected::Tls, tls::probe)
     }
 
-    /// Whether `detected` may run on this connection at its stage. A refusal is
-    /// logged here; the caller just closes.
-    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> bool {
+    /// Whether `detected` may run on this connection at its stage; `Err` says why not.
+    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> Result<(), &'static str> {
         let refused = match detected {
             Detected::ProxyHeader if info.stage != Stage::Start => {
                 "PROXY header after the start of the connection"
@@ -79,27 +79,15 @@ impl Front {
             Detected::ProxyHeader if !self.trusted.contains(info.peer.ip()) => {
                 "PROXY header from an untrusted source (not in proxy_from)"
             }
-            Detected::ProxyHeader => return true,
+            Detected::ProxyHeader => return Ok(()),
             Detected::Tls if info.stage == Stage::Tls => "TLS inside TLS",
             Detected::Tls if self.tls.is_none() => "TLS ClientHello but TLS is off",
-            Detected::Tls => return true,
+            Detected::Tls => return Ok(()),
             _ if self.mode == TlsMode::Required && info.stage != Stage::Tls => {
                 "plaintext refused: TLS is required"
             }
-            _ => return true,
+            _ => return Ok(()),
         };
-        tracing::warn!(peer = %info.peer, conn = info.id, ?detected, "{refused}; closing");
-        false
+        Err(refused)
     }
-}
-
-/// Sniff and serve what a PROXY header or a TLS handshake left. The stream is boxed
-/// and the future boxed so that `serve_stream` -> `tls::serve` -> `serve_stream`
-/// is a finite set of types and a sized future.
-pub(crate) fn serve_inner(
-    io: Box<dyn Stream>,
-    info: ConnInfo,
-    shared: Arc<Shared>,
-) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-    Box::pin(crate::server::serve_stream(io, info, shared))
 }

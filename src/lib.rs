@@ -22,11 +22,13 @@
 //! ```
 
 pub mod bench;
+mod budget;
 pub mod client;
 pub mod config;
 pub mod demo;
 pub mod events;
 mod front;
+mod heavy;
 pub mod io;
 pub mod proxy;
 pub mod server;

@@ -47,6 +47,33 @@ pub struct ServeArgs {
     /// Seconds graceful shutdown waits for calls in flight.
     #[arg(long, value_name = "SECS")]
     shutdown_timeout: Option<f64>,
+    /// Open sockets per client address at most (0: no cap).
+    #[arg(long)]
+    max_connections_per_ip: Option<usize>,
+    /// Connections per client address still sniffing or handshaking at most (0: no cap).
+    #[arg(long)]
+    max_sniffing_per_ip: Option<usize>,
+    /// JSON-RPC batch members / system.multicall calls per request at most.
+    #[arg(long)]
+    max_batch: Option<usize>,
+    /// Encoded reply cap in bytes (a bigger reply becomes an error).
+    #[arg(long, value_name = "BYTES")]
+    max_reply: Option<usize>,
+    /// Request bytes of calls in flight per connection.
+    #[arg(long, value_name = "BYTES")]
+    max_in_flight_bytes: Option<usize>,
+    /// Request bytes of calls in flight in the whole process.
+    #[arg(long, value_name = "BYTES")]
+    max_total_in_flight_bytes: Option<usize>,
+    /// Seconds an HTTP body may go without a byte arriving.
+    #[arg(long, value_name = "SECS")]
+    body_timeout: Option<f64>,
+    /// Bytes per second an HTTP body must average after --body-timeout seconds.
+    #[arg(long, value_name = "BYTES")]
+    min_body_rate: Option<usize>,
+    /// Event subscriptions per connection at most.
+    #[arg(long)]
+    max_subscriptions: Option<usize>,
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -113,7 +140,16 @@ impl ServeArgs {
             max_in_flight,
             max_body,
             max_frame,
-            shutdown_timeout
+            shutdown_timeout,
+            max_connections_per_ip,
+            max_sniffing_per_ip,
+            max_batch,
+            max_reply,
+            max_in_flight_bytes,
+            max_total_in_flight_bytes,
+            body_timeout,
+            min_body_rate,
+            max_subscriptions
         );
         Ok(c)
     }

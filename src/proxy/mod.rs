@@ -9,15 +9,22 @@
 
 mod header;
 
+/// The private header parser, exposed to the fuzz targets only (`cargo fuzz` builds with
+/// `--cfg fuzzing`; see docs/fuzzing.md).
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::header::{parse, Header, Parsed, MAX_HEADER};
+}
+
 use crate::front::Stage;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Shared};
+use crate::server::{ConnInfo, Refusal, Shared};
 use crate::sniff::Probe;
 use bytes::{Buf, BytesMut};
 use header::Parsed;
 use ipnet::IpNet;
 use std::net::IpAddr;
-use std::sync::Arc;
 use tokio::io::AsyncReadExt;
 
 /// The v1 text header's start.
@@ -58,9 +65,13 @@ impl Trusted {
 }
 
 /// Read the header at the front of `io` (a trusted peer's connection), take the client
-/// address from it, and serve the rest of the stream. A malformed header, or one not
-/// complete by the sniff deadline, closes the connection.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: Arc<Shared>) {
+/// address from it into `info`, and return the rest of the stream. A malformed header,
+/// or one not complete by the sniff deadline, is logged and gives `None` (close).
+pub(crate) async fn read_header<S: Stream>(
+    io: Rewind<S>,
+    info: &mut ConnInfo,
+    shared: &Shared,
+) -> Option<Rewind<S>> {
     let (prefix, mut inner) = io.into_parts();
     let mut buf = BytesMut::from(&prefix[..]);
     let deadline = shared.config.limits.sniff_timeout();
@@ -81,18 +92,22 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         }
     };
     let h = tokio::select! {
-        _ = shared.shutdown.cancelled() => return,
+        _ = shared.shutdown.cancelled() => return None,
         r = tokio::time::timeout(deadline, read) => r,
     };
     let h = match h {
         Ok(Ok(h)) => h,
         Ok(Err(e)) => {
-            tracing::warn!(peer = %info.peer, error = %e, "malformed PROXY header; closing");
-            return;
+            let detail = format!("malformed PROXY header: {e}");
+            shared.refusals.refuse(Refusal::Front, info.peer, &detail);
+            return None;
         }
         Err(_) => {
-            tracing::info!(peer = %info.peer, ?deadline, "PROXY header not complete by the sniff deadline; closing");
-            return;
+            let detail = format!("PROXY header not complete by the sniff deadline ({deadline:?})");
+            shared
+                .refusals
+                .refuse(Refusal::SniffTimeout, info.peer, &detail);
+            return None;
         }
     };
     buf.advance(h.len);
@@ -102,8 +117,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
     }
     info.stage = Stage::Proxied;
     tracing::debug!(peer = %info.peer, %proxy, conn = info.id, version = h.version, "PROXY header accepted");
-    let rest = Rewind::new(buf.freeze(), inner);
-    crate::front::serve_inner(Box::new(rest), info, shared).await;
+    Some(Rewind::new(buf.freeze(), inner))
 }
 
 #[cfg(test)]

@@ -1,14 +1,26 @@
-//! One connection: sniff, then hand the stream to its protocol's framer.
+//! One connection's whole path, read top to bottom in [`handle`]:
+//! accept → [PROXY header] → [TLS] → sniff → framer.
+//!
+//! Each turn of the loop sniffs the stream; a front layer (a PROXY header, a TLS
+//! handshake) consumes its part and hands back the stream that follows, which is
+//! sniffed again. Only a protocol ends the loop. A sniffing slot (global and per client
+//! address) is held while sniffing and while a front layer runs, never by a framer.
 
+use super::per_ip::{Held, Kind};
+use super::refusals::Refusal;
 use super::Shared;
 use crate::io::{Rewind, Stream};
 use crate::sniff::{self, Decision, Detected};
 use crate::transport;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
-use tokio::io::AsyncWriteExt;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
 
 /// Facts about a connection that framers pass on to verbs.
 #[derive(Clone, Debug)]
@@ -20,59 +32,163 @@ pub(crate) struct ConnInfo {
     pub stage: crate::front::Stage,
 }
 
-pub(crate) async fn handle(stream: TcpStream, peer: SocketAddr, id: u64, shared: Arc<Shared>) {
+/// Serve one accepted socket. `counted` is its per-address connection slot (none for a
+/// trusted PROXY peer, whose real client is counted once its header is read).
+pub(crate) async fn handle(
+    stream: TcpStream,
+    peer: SocketAddr,
+    id: u64,
+    shared: Arc<Shared>,
+    mut counted: Option<Held>,
+) {
     let _ = stream.set_nodelay(true);
-    let info = ConnInfo {
+    let mut info = ConnInfo {
         id,
         peer,
         peer_identity: None,
         stage: crate::front::Stage::Start,
     };
-    serve_stream(stream, info, shared).await;
+    let mut io = Conn::Plain(stream);
+    loop {
+        let Some(slot) = SniffSlot::take(&shared, &info) else {
+            return;
+        };
+        let Some((detected, sniffed)) = sniff_once(&mut io, &info, &shared).await else {
+            return;
+        };
+        if let Err(why) = shared.front.admit(detected, &info) {
+            shared.refusals.refuse(Refusal::Front, info.peer, why);
+            return;
+        }
+        let rewound = Rewind::new(sniffed, io);
+        io = match detected {
+            Detected::ProxyHeader => {
+                let Some(rest) = crate::proxy::read_header(rewound, &mut info, &shared).await
+                else {
+                    return;
+                };
+                // The balancer's socket was not counted; the client it names is.
+                match shared.per_ip.try_take(info.peer.ip(), Kind::Conn) {
+                    Some(held) => counted = held,
+                    None => {
+                        let detail = "too many connections from this client";
+                        shared
+                            .refusals
+                            .refuse(Refusal::ConnectionsPerIp, info.peer, detail);
+                        return;
+                    }
+                }
+                Conn::Layered(Box::new(rest))
+            }
+            Detected::Tls => {
+                let Some(tls) = crate::tls::handshake(rewound, &mut info, &shared).await else {
+                    return;
+                };
+                Conn::Layered(Box::new(tls))
+            }
+            framer => {
+                drop(slot);
+                tracing::debug!(peer = %info.peer, conn = info.id, ?framer, "protocol detected");
+                serve_framer(framer, rewound, info, shared).await;
+                drop(counted);
+                return;
+            }
+        };
+        drop(slot);
+    }
 }
 
-/// Sniff `io` and run the framer it asks for.
-pub(crate) async fn serve_stream<S: Stream>(mut io: S, info: ConnInfo, shared: Arc<Shared>) {
-    let Ok(_sniffing) = shared.sniffing.clone().try_acquire_owned() else {
-        tracing::warn!(peer = %info.peer, "too many connections still sniffing; closing");
-        return;
-    };
-    let mut buf = BytesMut::with_capacity(1024);
-    let deadline = shared.config.limits.sniff_timeout();
-    let decision = tokio::select! {
-        _ = shared.shutdown.cancelled() => return,
-        r = tokio::time::timeout(deadline, sniff::sniff(&mut io, &shared.probes, &mut buf, sniff::MAX_SNIFF)) => r,
-    };
-    drop(_sniffing);
-    let detected = match decision {
-        Err(_) => {
-            tracing::info!(peer = %info.peer, bytes = buf.len(), ?deadline, "sniff deadline passed; closing");
-            return;
-        }
-        Ok(Err(e)) => {
-            tracing::debug!(peer = %info.peer, error = %e, "connection closed while sniffing");
-            return;
-        }
-        Ok(Ok(Decision::Found(d))) => d,
-        Ok(Ok(_)) => {
-            let head = String::from_utf8_lossy(&buf[..buf.len().min(32)]).into_owned();
-            tracing::warn!(peer = %info.peer, ?head, "unknown protocol; closing");
-            let _ = io.shutdown().await;
-            return;
-        }
-    };
-    tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
-    if !shared.front.admit(detected, &info) {
-        return;
-    }
-    let io = Rewind::new(buf.freeze(), io);
-    match detected {
-        Detected::ProxyHeader => crate::proxy::serve(io, info, shared).await,
-        Detected::Tls => crate::tls::serve(io, info, shared).await,
+async fn serve_framer(what: Detected, io: Rewind<Conn>, info: ConnInfo, shared: Arc<Shared>) {
+    match what {
         Detected::Http => transport::http::serve(io, info, shared).await,
         Detected::JsonTcp => transport::json_tcp::serve(io, info, shared).await,
         Detected::Msgpack => transport::msgpack::serve(io, info, shared).await,
         Detected::Stomp => transport::stomp::serve(io, info, shared).await,
+        Detected::ProxyHeader | Detected::Tls => {
+            unreachable!("front layers are handled by the loop")
+        }
+    }
+}
+
+/// A sniffing permit: one of `max_sniffing`, and one of the client's `max_sniffing_per_ip`.
+struct SniffSlot {
+    _global: OwnedSemaphorePermit,
+    _per_ip: Option<Held>,
+}
+
+impl SniffSlot {
+    fn take(shared: &Arc<Shared>, info: &ConnInfo) -> Option<SniffSlot> {
+        // A trusted balancer's own socket is not capped per address: it carries many clients.
+        let per_ip =
+            if info.stage == crate::front::Stage::Start && shared.front.trusts(info.peer.ip()) {
+                None
+            } else {
+                match shared.per_ip.try_take(info.peer.ip(), Kind::Sniffing) {
+                    Some(held) => held,
+                    None => {
+                        let detail = "too many connections from this client still sniffing";
+                        shared
+                            .refusals
+                            .refuse(Refusal::SniffingPerIp, info.peer, detail);
+                        return None;
+                    }
+                }
+            };
+        let Ok(global) = shared.sniffing.clone().try_acquire_owned() else {
+            let detail = "too many connections still sniffing";
+            shared.refusals.refuse(Refusal::Sniffing, info.peer, detail);
+            return None;
+        };
+        Some(SniffSlot {
+            _global: global,
+            _per_ip: per_ip,
+        })
+    }
+}
+
+/// The sniff deadline for a new sniff: the configured one while fewer than half the
+/// sniffing permits are taken, then shrinking with the permits left, down to a tenth.
+/// Slow sniffers then free their permits sooner exactly when permits run short.
+fn sniff_deadline(shared: &Shared) -> Duration {
+    let full = shared.config.limits.sniff_timeout();
+    let max = shared.config.limits.max_sniffing.max(1) as f64;
+    let free = shared.sniffing.available_permits() as f64 / max;
+    full.mul_f64((free * 2.0).clamp(0.1, 1.0))
+}
+
+/// Sniff `io` once: what it speaks and the bytes read to find out. `None`: closed.
+async fn sniff_once(io: &mut Conn, info: &ConnInfo, shared: &Shared) -> Option<(Detected, Bytes)> {
+    let mut buf = BytesMut::with_capacity(512);
+    let deadline = sniff_deadline(shared);
+    let decision = tokio::select! {
+        _ = shared.shutdown.cancelled() => return None,
+        r = tokio::time::timeout(deadline, sniff::sniff(io, &shared.probes, &mut buf, sniff::MAX_SNIFF)) => r,
+    };
+    match decision {
+        Err(_) => {
+            let detail = format!(
+                "sniff deadline ({deadline:?}) passed after {} bytes",
+                buf.len()
+            );
+            shared
+                .refusals
+                .refuse(Refusal::SniffTimeout, info.peer, &detail);
+            None
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(peer = %info.peer, error = %e, "connection closed while sniffing");
+            None
+        }
+        Ok(Ok(Decision::Found(d))) => Some((d, buf.freeze())),
+        Ok(Ok(_)) => {
+            let head = String::from_utf8_lossy(&buf[..buf.len().min(32)]).into_owned();
+            let detail = format!("unknown protocol, starting {head:?}");
+            shared
+                .refusals
+                .refuse(Refusal::UnknownProtocol, info.peer, &detail);
+            let _ = io.shutdown().await;
+            None
+        }
     }
 }
 
@@ -82,6 +198,68 @@ impl ConnInfo {
         let mut ctx = crate::CallContext::new(protocol, shared.events.clone());
         ctx.peer = Some(self.peer);
         ctx.peer_identity = self.peer_identity.clone();
+        ctx.abort = Some(shared.abort_calls.clone());
         ctx
+    }
+}
+
+/// The stream under the framers: the accepted socket itself (static dispatch on the
+/// common path) or what a front layer made of it (TLS, bytes after a PROXY header).
+pub(crate) enum Conn {
+    Plain(TcpStream),
+    Layered(Box<dyn Stream>),
+}
+
+macro_rules! delegate {
+    ($self:ident, $s:ident => $e:expr) => {
+        match $self.get_mut() {
+            Conn::Plain($s) => {
+                let $s = Pin::new($s);
+                $e
+            }
+            Conn::Layered($s) => {
+                let $s = Pin::new($s.as_mut());
+                $e
+            }
+        }
+    };
+}
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        delegate!(self, s => s.poll_read(cx, buf))
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        delegate!(self, s => s.poll_write(cx, buf))
+    }
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        delegate!(self, s => s.poll_write_vectored(cx, bufs))
+    }
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Conn::Plain(s) => s.is_write_vectored(),
+            Conn::Layered(s) => s.is_write_vectored(),
+        }
+    }
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        delegate!(self, s => s.poll_flush(cx))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        delegate!(self, s => s.poll_shutdown(cx))
     }
 }

@@ -1,6 +1,7 @@
 //! Binding (with a real backlog) and the accept loop with its socket cap.
 
-use super::{conn, Shared};
+use super::per_ip::Kind;
+use super::{conn, Refusal, Shared};
 use socket2::{Domain, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
@@ -40,14 +41,30 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: Ta
             }
         };
         let Ok(permit) = shared.conns.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, max = shared.config.limits.max_connections, "connection cap reached; closing new connection");
+            let detail = "connection cap (max_connections) reached";
+            shared.refusals.refuse(Refusal::Connections, peer, detail);
             drop(stream);
             continue;
+        };
+        // A trusted balancer is not counted per address; the client it names will be.
+        let counted = if shared.front.trusts(peer.ip()) {
+            None
+        } else {
+            match shared.per_ip.try_take(peer.ip(), Kind::Conn) {
+                Some(held) => held,
+                None => {
+                    let detail = "too many connections from this client";
+                    shared
+                        .refusals
+                        .refuse(Refusal::ConnectionsPerIp, peer, detail);
+                    continue;
+                }
+            }
         };
         let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
         let shared = shared.clone();
         tracker.spawn(async move {
-            conn::handle(stream, peer, id, shared).await;
+            conn::handle(stream, peer, id, shared, counted).await;
             drop(permit);
         });
     }

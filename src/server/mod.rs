@@ -1,9 +1,11 @@
 //! The server: bound listeners, shared state, the accept loops and graceful shutdown.
 
 mod conn;
-pub(crate) use conn::serve_stream;
 pub(crate) use conn::ConnInfo;
 mod listener;
+mod per_ip;
+mod refusals;
+pub use refusals::{Refusal, Refusals};
 
 use crate::config::{Config, Proto};
 use crate::events::EventHub;
@@ -29,7 +31,16 @@ pub struct Shared {
     pub conns: Arc<Semaphore>,
     /// One permit per connection still being sniffed.
     pub sniffing: Arc<Semaphore>,
+    /// Per-client-address caps on connections and sniffing.
+    pub(crate) per_ip: Arc<per_ip::PerIp>,
+    /// Refused connections, counted, their logging throttled.
+    pub refusals: Refusals,
+    /// Bytes of requests being read or run, process-wide (`max_total_in_flight_bytes`).
+    pub(crate) budget: Arc<crate::budget::Budget>,
     pub shutdown: CancellationToken,
+    /// Cancelled when the shutdown deadline passes: calls still running end with an
+    /// error reply (-32001) in their protocol instead of a bare close.
+    pub(crate) abort_calls: Arc<crate::verbs::Abort>,
     pub next_conn: AtomicU64,
     /// PROXY trust and TLS, in front of the protocols.
     pub(crate) front: crate::front::Front,
@@ -60,7 +71,14 @@ impl Server {
             verbs: Arc::new(verbs),
             events: Arc::new(EventHub::default()),
             probes,
+            per_ip: per_ip::PerIp::new(
+                config.limits.max_connections_per_ip,
+                config.limits.max_sniffing_per_ip,
+            ),
+            refusals: Refusals::default(),
+            budget: crate::budget::Budget::new(config.limits.max_total_in_flight_bytes),
             shutdown: CancellationToken::new(),
+            abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),
             front,
             config,
@@ -103,11 +121,24 @@ impl Server {
         {
             tracing::warn!(
                 ?deadline,
-                "shutdown deadline passed with calls still in flight"
+                "shutdown deadline passed with calls still in flight; cancelling them"
             );
+            // Calls still running answer -32001 in their protocol; give the replies a
+            // moment to be written before the runtime goes.
+            self.shared.abort_calls.fire();
+            if tokio::time::timeout(ABORT_GRACE, tracker.wait())
+                .await
+                .is_err()
+            {
+                tracing::warn!("connections still open after cancelling their calls; closing");
+            }
         }
     }
 }
+
+/// How long connections get, once their calls are cancelled at the shutdown deadline,
+/// to write the error replies.
+const ABORT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The probe table for the enabled protocols.
 fn probes_for(protocols: &[Proto]) -> Probes {

@@ -14,7 +14,7 @@ pub use load::ALPN;
 use crate::config::TlsConfig;
 use crate::front::Stage;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Shared};
+use crate::server::{ConnInfo, Refusal, Shared};
 use crate::sniff::Probe;
 use std::io;
 use std::sync::Arc;
@@ -51,32 +51,34 @@ impl Tls {
     }
 }
 
-/// Run the handshake on `io` (its sniffed bytes replayed first), then sniff and serve
-/// what runs inside. A failed or late handshake is logged and the connection closed.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: Arc<Shared>) {
-    let Some(tls) = shared.front.tls() else {
-        return; // `front::admit` refuses TLS when it is off; nothing to do here.
-    };
-    // A handshake in progress holds a sniffing permit: it is as cheap for a client to
-    // stall as the first bytes are.
-    let Ok(permit) = shared.sniffing.clone().try_acquire_owned() else {
-        tracing::warn!(peer = %info.peer, "too many connections still sniffing; closing");
-        return;
-    };
+/// Run the handshake on `io` (its sniffed bytes replayed first) and return the
+/// decrypted stream, with the verified client identity put in `info`. A failed or late
+/// handshake is counted and logged, and gives `None` (close). The caller holds a
+/// sniffing slot meanwhile: a handshake is as cheap for a client to stall as first bytes.
+pub(crate) async fn handshake<S: Stream>(
+    io: Rewind<S>,
+    info: &mut ConnInfo,
+    shared: &Shared,
+) -> Option<tokio_rustls::server::TlsStream<Rewind<S>>> {
+    // `front::admit` refuses TLS when it is off.
+    let tls = shared.front.tls()?;
     let deadline = tls.handshake_timeout;
     let done = tokio::select! {
-        _ = shared.shutdown.cancelled() => return,
+        _ = shared.shutdown.cancelled() => return None,
         r = tokio::time::timeout(deadline, tls.acceptor.accept(io)) => r,
     };
-    drop(permit);
     let stream = match done {
         Err(_) => {
-            tracing::info!(peer = %info.peer, ?deadline, "TLS handshake deadline passed; closing");
-            return;
+            let detail = format!("TLS handshake deadline ({deadline:?}) passed");
+            shared
+                .refusals
+                .refuse(Refusal::SniffTimeout, info.peer, &detail);
+            return None;
         }
         Ok(Err(e)) => {
-            tracing::info!(peer = %info.peer, error = %e, "TLS handshake failed; closing");
-            return;
+            let detail = format!("TLS handshake failed: {e}");
+            shared.refusals.refuse(Refusal::Front, info.peer, &detail);
+            return None;
         }
         Ok(Ok(s)) => s,
     };
@@ -94,7 +96,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         alpn = session.alpn_protocol().map(String::from_utf8_lossy).as_deref(),
         "TLS established"
     );
-    crate::front::serve_inner(Box::new(stream), info, shared).await;
+    Some(stream)
 }
 
 #[cfg(test)]

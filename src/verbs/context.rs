@@ -29,6 +29,34 @@ pub struct CallContext {
     /// Set on connections that can receive events.
     pub session: Option<Session>,
     pub events: Arc<EventHub>,
+    /// Fires when the server gives up on calls still running at its shutdown deadline.
+    pub(crate) abort: Option<Arc<Abort>>,
+}
+
+/// The server's "cancel every call" switch, cheap to check per call: a call that is
+/// still pending waits on it beside its own work; one that finishes at once never
+/// touches it.
+#[derive(Debug, Default)]
+pub(crate) struct Abort {
+    fired: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Abort {
+    pub fn fire(&self) {
+        self.fired.store(true, std::sync::atomic::Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    pub async fn fired(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.fired.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            notified.await;
+        }
+    }
 }
 
 impl CallContext {
@@ -40,6 +68,7 @@ impl CallContext {
             peer_identity: None,
             session: None,
             events,
+            abort: None,
         }
     }
 }

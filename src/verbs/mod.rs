@@ -11,5 +11,6 @@ mod multicall;
 mod table;
 
 pub use args::Args;
+pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
-pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable};
+pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable, ERR_SHUTTING_DOWN};

@@ -109,20 +109,39 @@ impl VerbTable {
             Run::Builtin(f) => return f(self, args, ctx),
             Run::Handler(h) => h,
         };
+        let abort = ctx.abort.clone();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler(args, ctx)));
-        match started {
-            Ok(fut) => {
-                // The verb itself (an `Arc`) names it if it panics: no String per call.
-                let verb = verb.clone();
-                Box::pin(
-                    AssertUnwindSafe(fut)
-                        .catch_unwind()
-                        .map(move |r| r.unwrap_or_else(|_| Err(panicked(&verb.name)))),
-                )
-            }
-            Err(_) => Box::pin(std::future::ready(Err(panicked(&verb.name)))),
+        let fut = match started {
+            Ok(fut) => fut,
+            Err(_) => return Box::pin(std::future::ready(Err(panicked(&verb.name)))),
+        };
+        // The verb itself (an `Arc`) names it if it panics: no String per call.
+        let verb = verb.clone();
+        let guarded = AssertUnwindSafe(fut)
+            .catch_unwind()
+            .map(move |r| r.unwrap_or_else(|_| Err(panicked(&verb.name))));
+        match abort {
+            None => Box::pin(guarded),
+            Some(abort) => Box::pin(async move {
+                // Biased: a call that is ready at once never registers with the switch.
+                tokio::select! {
+                    biased;
+                    r = guarded => r,
+                    _ = abort.fired() => Err(shutting_down()),
+                }
+            }),
         }
     }
+}
+
+/// Code of the error a call gets when the server stops before it finished.
+pub const ERR_SHUTTING_DOWN: i64 = -32001;
+
+fn shutting_down() -> RpcError {
+    RpcError::new(
+        ERR_SHUTTING_DOWN,
+        "server shutting down: the call was cancelled before it finished",
+    )
 }
 
 fn panicked(verb: &str) -> RpcError {

@@ -1,0 +1,165 @@
+//! Per-client-address caps: open connections, and connections still sniffing or
+//! handshaking. One address opening a thousand slow connections must not lock out
+//! everyone else (the global caps alone let it hold every sniffing permit).
+//!
+//! IPv6 clients are counted per /64: one host usually owns a whole /64, so per-address
+//! counting would not bind it. A trusted PROXY peer (a load balancer) is not counted;
+//! the client its header names is.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+/// The unit a cap is counted in: an IPv4 address or an IPv6 /64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct Key(u128);
+
+impl Key {
+    fn of(ip: IpAddr) -> Key {
+        match ip.to_canonical() {
+            IpAddr::V4(v4) => Key(u32::from(v4) as u128),
+            // Tagged above the v4 range so the two never collide.
+            IpAddr::V6(v6) => Key((u128::from(v6) & !((1u128 << 64) - 1)) | 1 << 32),
+        }
+    }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Counts {
+    conns: usize,
+    sniffing: usize,
+}
+
+/// Which count a [`Held`] holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Conn,
+    Sniffing,
+}
+
+/// Counts per client address, with their caps (0 = no cap).
+pub(crate) struct PerIp {
+    counts: Mutex<HashMap<Key, Counts>>,
+    max_conns: usize,
+    max_sniffing: usize,
+}
+
+/// One counted connection or sniff; dropping it gives the slot back.
+pub(crate) struct Held {
+    table: Arc<PerIp>,
+    key: Key,
+    kind: Kind,
+}
+
+impl PerIp {
+    pub fn new(max_conns: usize, max_sniffing: usize) -> Arc<PerIp> {
+        Arc::new(PerIp {
+            counts: Mutex::new(HashMap::new()),
+            max_conns,
+            max_sniffing,
+        })
+    }
+
+    /// Take one slot of `kind` for `ip`, or `None` when its cap is reached. With no cap
+    /// configured nothing is counted (and nothing locked).
+    pub fn try_take(self: &Arc<Self>, ip: IpAddr, kind: Kind) -> Option<Option<Held>> {
+        let cap = match kind {
+            Kind::Conn => self.max_conns,
+            Kind::Sniffing => self.max_sniffing,
+        };
+        if cap == 0 {
+            return Some(None);
+        }
+        let key = Key::of(ip);
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let c = counts.entry(key).or_default();
+        let n = match kind {
+            Kind::Conn => &mut c.conns,
+            Kind::Sniffing => &mut c.sniffing,
+        };
+        if *n >= cap {
+            if c.conns == 0 && c.sniffing == 0 {
+                counts.remove(&key);
+            }
+            return None;
+        }
+        *n += 1;
+        Some(Some(Held {
+            table: self.clone(),
+            key,
+            kind,
+        }))
+    }
+
+    /// Addresses currently counted (for tests: entries must not outlive their holders).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.counts.lock().unwrap().len()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let mut counts = self.table.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = counts.get_mut(&self.key) {
+            match self.kind {
+                Kind::Conn => c.conns = c.conns.saturating_sub(1),
+                Kind::Sniffing => c.sniffing = c.sniffing.saturating_sub(1),
+            }
+            if c.conns == 0 && c.sniffing == 0 {
+                counts.remove(&self.key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_per_address_and_forgets_released_ones() {
+        let t = PerIp::new(2, 1);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let c1 = t.try_take(a, Kind::Conn).unwrap();
+        let c2 = t.try_take(a, Kind::Conn).unwrap();
+        assert!(t.try_take(a, Kind::Conn).is_none(), "third from a");
+        assert!(
+            t.try_take(b, Kind::Conn).unwrap().is_some(),
+            "b is separate"
+        );
+        let s = t.try_take(a, Kind::Sniffing).unwrap();
+        assert!(t.try_take(a, Kind::Sniffing).is_none());
+        drop((c1, s));
+        assert!(t.try_take(a, Kind::Conn).unwrap().is_some());
+        drop(c2);
+        assert_eq!(t.len(), 0, "no entry outlives its holders");
+    }
+
+    #[test]
+    fn ipv6_counts_per_64_and_v4_mapped_as_v4() {
+        let t = PerIp::new(1, 0);
+        let x = t
+            .try_take("2001:db8::1".parse().unwrap(), Kind::Conn)
+            .unwrap();
+        assert!(t
+            .try_take("2001:db8::ffff".parse().unwrap(), Kind::Conn)
+            .is_none());
+        assert!(t
+            .try_take("2001:db8:0:1::1".parse().unwrap(), Kind::Conn)
+            .unwrap()
+            .is_some());
+        let y = t.try_take("10.1.1.1".parse().unwrap(), Kind::Conn).unwrap();
+        assert!(t
+            .try_take("::ffff:10.1.1.1".parse().unwrap(), Kind::Conn)
+            .is_none());
+        assert!(
+            t.try_take("10.1.1.1".parse().unwrap(), Kind::Sniffing)
+                .unwrap()
+                .is_none(),
+            "cap 0: not counted"
+        );
+        drop((x, y));
+    }
+}
