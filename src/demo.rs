@@ -70,7 +70,7 @@ fn register_events(t: &mut VerbTable) {
             let session = ctx.session.clone().ok_or_else(|| {
                 RpcError::new(-32000, format!("{} cannot carry events; use raw-TCP JSON-RPC, msgpack-rpc or STOMP", ctx.protocol))
             })?;
-            Ok(Value::Int(ctx.events.subscribe(&pattern, session) as i64))
+            Ok(Value::Int(ctx.events.subscribe(&pattern, session)? as i64))
         });
     t.verb("unsubscribe")
         .typed_param("id", "int", false)
@@ -78,7 +78,12 @@ fn register_events(t: &mut VerbTable) {
         .help("Cancel a subscription made with subscribe.")
         .handler(|mut a, ctx| async move {
             let id: i64 = a.take(0)?;
-            Ok(Value::Bool(ctx.events.unsubscribe(id as u64)))
+            let Some(session) = &ctx.session else {
+                return Ok(Value::Bool(false));
+            };
+            Ok(Value::Bool(
+                ctx.events.unsubscribe(session.conn_id, id as u64),
+            ))
         });
 }
 

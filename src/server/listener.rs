@@ -41,7 +41,7 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: Ta
             }
         };
         let Ok(permit) = shared.conns.clone().try_acquire_owned() else {
-            let detail = "connection cap (max_connections) reached";
+            let detail = "connection cap reached (max_connections)";
             shared.refusals.refuse(Refusal::Connections, peer, detail);
             drop(stream);
             continue;

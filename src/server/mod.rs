@@ -59,6 +59,7 @@ impl Server {
         if config.demo {
             crate::demo::register(&mut verbs);
         }
+        verbs.max_batch = config.limits.max_batch;
         let front = crate::front::Front::from_config(&config)?;
         let mut listeners = Vec::new();
         for addr in &config.listen {
@@ -69,7 +70,7 @@ impl Server {
             conns: Arc::new(Semaphore::new(config.limits.max_connections)),
             sniffing: Arc::new(Semaphore::new(config.limits.max_sniffing)),
             verbs: Arc::new(verbs),
-            events: Arc::new(EventHub::default()),
+            events: Arc::new(EventHub::new(config.limits.max_subscriptions)),
             probes,
             per_ip: per_ip::PerIp::new(
                 config.limits.max_connections_per_ip,

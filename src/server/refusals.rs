@@ -1,8 +1,8 @@
-//! Refused connections, counted, and logged at most once a second per reason.
+//! Refused connections, counted, and logged at most [`BURST`] times a second per reason.
 //!
 //! A flood of refusals must not become a flood of log lines (1.2 MB of log in 35 s was
-//! seen): each reason keeps a counter, and a refusal is logged only when a second has
-//! passed since that reason was last logged, with the number suppressed meanwhile.
+//! seen): each reason keeps a counter, and past [`BURST`] lines in a second its
+//! refusals are only counted; the next line logged says how many were not.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -59,10 +59,12 @@ const N: usize = Refusal::ALL.len();
 pub struct Refusals {
     start: Instant,
     total: [AtomicU64; N],
-    /// Milliseconds since `start` when each reason was last logged (0: never).
-    last_logged: [AtomicU64; N],
-    /// How many were counted when each reason was last logged.
-    at_last_log: [AtomicU64; N],
+    /// The second (since `start`) each reason's log window is in.
+    window: [AtomicU64; N],
+    /// Lines logged for each reason in its window.
+    logged: [AtomicU64; N],
+    /// Refusals counted but not logged, per reason, since its last line.
+    suppressed: [AtomicU64; N],
 }
 
 impl Default for Refusals {
@@ -70,33 +72,30 @@ impl Default for Refusals {
         Refusals {
             start: Instant::now(),
             total: Default::default(),
-            last_logged: Default::default(),
-            at_last_log: Default::default(),
+            window: Default::default(),
+            logged: Default::default(),
+            suppressed: Default::default(),
         }
     }
 }
 
-/// Minimum time between two log lines for the same reason.
-const LOG_EVERY_MS: u64 = 1000;
+/// Log lines per reason per second at most.
+pub const BURST: u64 = 10;
 
 impl Refusals {
     /// Count a refusal and log it unless this reason was logged less than a second ago.
     pub fn refuse(&self, why: Refusal, peer: SocketAddr, detail: &str) {
         let i = why as usize;
         let total = self.total[i].fetch_add(1, Ordering::Relaxed) + 1;
-        let now = self.start.elapsed().as_millis() as u64 + 1;
-        let last = self.last_logged[i].load(Ordering::Relaxed);
-        if last != 0 && now < last + LOG_EVERY_MS {
+        let second = self.start.elapsed().as_secs();
+        if self.window[i].swap(second, Ordering::Relaxed) != second {
+            self.logged[i].store(0, Ordering::Relaxed);
+        }
+        if self.logged[i].fetch_add(1, Ordering::Relaxed) >= BURST {
+            self.suppressed[i].fetch_add(1, Ordering::Relaxed);
             return;
         }
-        if self.last_logged[i]
-            .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-            .is_err()
-        {
-            return; // another thread logs this second
-        }
-        let before = self.at_last_log[i].swap(total, Ordering::Relaxed);
-        let suppressed = total.saturating_sub(before).saturating_sub(1);
+        let suppressed = self.suppressed[i].swap(0, Ordering::Relaxed);
         match why {
             Refusal::SniffTimeout => {
                 tracing::info!(%peer, reason = why.name(), suppressed, total, "{detail}; closing")
@@ -124,11 +123,8 @@ mod tests {
         }
         assert_eq!(r.count(Refusal::Sniffing), 1000);
         assert_eq!(r.count(Refusal::Connections), 0);
-        // One log line per second at most: the throttle's clock moved once.
-        assert!(r.last_logged[Refusal::Sniffing as usize].load(Ordering::Relaxed) > 0);
-        assert_eq!(
-            r.at_last_log[Refusal::Sniffing as usize].load(Ordering::Relaxed),
-            1
-        );
+        // BURST lines logged, the rest (within the same second) only counted.
+        let not_logged = r.suppressed[Refusal::Sniffing as usize].load(Ordering::Relaxed);
+        assert!(not_logged >= 1000 - 2 * BURST, "{not_logged}");
     }
 }

@@ -69,7 +69,7 @@ pub(crate) async fn handshake<S: Stream>(
     };
     let stream = match done {
         Err(_) => {
-            let detail = format!("TLS handshake deadline ({deadline:?}) passed");
+            let detail = format!("TLS handshake deadline passed ({deadline:?})");
             shared
                 .refusals
                 .refuse(Refusal::SniffTimeout, info.peer, &detail);

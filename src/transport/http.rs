@@ -5,14 +5,18 @@
 //! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
 //! caller's protocol where one can be told.
 
+use super::http_body::{self, BodyError, BodyLimits};
 use super::http_encoding;
+use super::jsonrpc::Bounds;
+use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT_ENCODING, ALLOW, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, VARY,
+    HeaderValue, ACCEPT_ENCODING, ALLOW, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH,
+    CONTENT_TYPE, VARY,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -115,55 +119,75 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
             )
         }
     };
-    let max = shared.config.limits.max_body;
+    let limits = &shared.config.limits;
+    let max = limits.max_body;
     let too_large = |kind: BodyKind| {
         let e = RpcError::invalid_request(format!("request body larger than {max} bytes"));
-        match kind {
-            BodyKind::Xml => xml(StatusCode::PAYLOAD_TOO_LARGE, super::xmlrpc::fault_body(&e)),
-            _ => json(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                super::jsonrpc::error_body(&e),
-            ),
-        }
+        error_reply(kind, StatusCode::PAYLOAD_TOO_LARGE, &e)
     };
     let headers = req.headers();
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
-        return too_large(kind);
-    }
-    let gzipped = match headers
+    let encoding = headers
         .get(CONTENT_ENCODING)
-        .map(|v| v.to_str().unwrap_or("?"))
-    {
-        None | Some("identity") => false,
-        Some(v) if v.eq_ignore_ascii_case("gzip") || v.eq_ignore_ascii_case("x-gzip") => true,
-        Some(other) => {
-            return text(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                &format!("unsupported Content-Encoding {other:?}: use gzip or none\n"),
-            )
-        }
+        .map(|v| v.to_str().unwrap_or("?"));
+    let Some(coding) = http_encoding::Coding::parse(encoding) else {
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!(
+                "unsupported Content-Encoding {:?}: use gzip, deflate or none\n",
+                encoding.unwrap_or_default()
+            ),
+        );
     };
     let gzip_reply = headers
         .get(ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .is_some_and(http_encoding::accepts_gzip);
-    let mut body = match Limited::new(req.into_body(), max).collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => return too_large(kind),
-        Err(e) => return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n")),
+    let body_limits = BodyLimits {
+        max,
+        gap: limits.body_timeout(),
+        min_rate: limits.min_body_rate,
     };
-    if gzipped {
-        body = match http_encoding::gunzip(&body, max) {
+    let (mut body, mut charge) =
+        match http_body::collect(req.into_body(), declared, &body_limits, &shared.budget).await {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => return too_large(kind),
+            Err(BodyError::TooSlow(why)) => {
+                tracing::info!(peer = %info.peer, "{why}; answering 408");
+                let e = RpcError::invalid_request(why);
+                let mut r = error_reply(kind, StatusCode::REQUEST_TIMEOUT, &e);
+                r.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+            Err(BodyError::Broken(e)) => {
+                return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n"))
+            }
+        };
+    if coding != http_encoding::Coding::Identity {
+        let zipped = body;
+        let inflated = heavy::run(zipped.len(), move || {
+            http_encoding::inflate(coding, &zipped, max)
+        })
+        .await;
+        body = match inflated {
             Ok(b) => b.into(),
             Err(http_encoding::InflateError::TooLarge) => return too_large(kind),
             Err(http_encoding::InflateError::Corrupt(e)) => {
-                return text(StatusCode::BAD_REQUEST, &format!("bad gzip body: {e}\n"))
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    &format!("bad {coding:?} body: {e}\n"),
+                )
             }
         };
+        charge.grow(body.len());
+    }
+    // A UTF-8 byte order mark is not part of the message (some Windows tools send one).
+    if body.starts_with(BOM) {
+        body = body.slice(BOM.len()..);
     }
     let kind = match kind {
         BodyKind::Unlabelled if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<') => {
@@ -171,23 +195,26 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         }
         k => k,
     };
+    let size = body.len();
     let (status, ctype, out) = match kind {
         BodyKind::Xml => (
             StatusCode::OK,
-            "text/xml",
-            super::xmlrpc::answer(&body, shared, info).await,
+            XML_TYPE,
+            super::xmlrpc::answer(body, shared, info).await,
         ),
-        BodyKind::Msgpack => match super::msgpack::answer_http(&body, shared, info).await {
+        BodyKind::Msgpack => match super::msgpack::answer_http(body, shared, info).await {
             Some(out) => (StatusCode::OK, "application/msgpack", out),
             None => (StatusCode::NO_CONTENT, "application/msgpack", Vec::new()),
         },
         BodyKind::Json | BodyKind::Unlabelled => {
-            let (status, out) = json_rpc(&body, shared, info).await;
+            let (status, out) = json_rpc(body, shared, info).await;
             (status, "application/json", out)
         }
     };
+    drop(charge);
     if gzip_reply && out.len() >= http_encoding::GZIP_MIN {
-        let mut r = with_type(status, http_encoding::gzip(&out).into(), ctype);
+        let zipped = heavy::run(out.len().max(size), move || http_encoding::gzip(&out)).await;
+        let mut r = with_type(status, zipped.into(), ctype);
         let h = r.headers_mut();
         h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         h.insert(VARY, HeaderValue::from_static("accept-encoding"));
@@ -196,17 +223,32 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     with_type(status, out.into(), ctype)
 }
 
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// XML-RPC replies say their charset: strict clients (aXMLRPC) refuse them otherwise.
+const XML_TYPE: &str = "text/xml; charset=utf-8";
+
+/// An error answered before the body reached a framer, in the caller's protocol.
+fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
+    match kind {
+        BodyKind::Xml => with_type(status, super::xmlrpc::fault_body(e).into(), XML_TYPE),
+        _ => json(status, super::jsonrpc::error_body(e)),
+    }
+}
+
 /// The status and body for a JSON-RPC request body.
-async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
-    let incoming = match rpcmux_jsonrpc::parse(body) {
+async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
+    let bounds = Bounds::of(&shared.config.limits);
+    let size = body.len();
+    let incoming = match super::jsonrpc::parse(body, bounds).await {
         Ok(i) => i,
         Err(e) => return (StatusCode::OK, super::jsonrpc::error_body(&e)),
     };
     let ctx = info.call_context("jsonrpc-http", shared);
-    let parallel = shared.config.limits.max_in_flight;
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
-    let mut out = Vec::with_capacity(body.len() + 64);
-    if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, parallel, &mut out).await {
+    let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
+    if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, bounds, size, &mut out).await {
         (StatusCode::OK, out)
     } else if is_batch {
         // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
@@ -220,10 +262,6 @@ async fn json_rpc(body: &[u8], shared: &Shared, info: &ConnInfo) -> (StatusCode,
 
 fn json(status: StatusCode, body: Vec<u8>) -> Reply {
     with_type(status, body.into(), "application/json")
-}
-
-fn xml(status: StatusCode, body: Vec<u8>) -> Reply {
-    with_type(status, body.into(), "text/xml")
 }
 
 fn text(status: StatusCode, body: &str) -> Reply {

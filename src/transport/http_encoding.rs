@@ -1,8 +1,10 @@
-//! gzip on HTTP bodies: `Content-Encoding: gzip` requests are inflated (bounded, so a
-//! small bomb cannot inflate past the body cap), and replies are gzipped when the client
-//! accepts it and the body is big enough to gain (Python's xmlrpc server uses ~1.4 KB).
+//! Compressed HTTP bodies: `Content-Encoding: gzip` (every member of a multi-member
+//! body) and `deflate` (zlib, as Perl's RPC::XML sends it; raw deflate accepted too)
+//! requests are inflated, bounded so a small bomb cannot inflate past the body cap;
+//! replies are gzipped when the client accepts it and the body is big enough to gain
+//! (Python's xmlrpc server uses ~1.4 KB).
 
-use flate2::read::GzDecoder;
+use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::io::{Read, Write};
@@ -16,11 +18,45 @@ pub(crate) enum InflateError {
     Corrupt(std::io::Error),
 }
 
-/// Inflate a gzip body, refusing to produce more than `max` bytes.
-pub(crate) fn gunzip(body: &[u8], max: usize) -> Result<Vec<u8>, InflateError> {
-    let mut out = Vec::with_capacity((body.len() * 4).min(max));
-    let mut dec = GzDecoder::new(body).take(max as u64 + 1);
-    dec.read_to_end(&mut out).map_err(InflateError::Corrupt)?;
+/// A request body's `Content-Encoding`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Coding {
+    Identity,
+    Gzip,
+    Deflate,
+}
+
+impl Coding {
+    /// The coding a header names; `None` for one we cannot read.
+    pub(crate) fn parse(header: Option<&str>) -> Option<Coding> {
+        match header.map(str::trim) {
+            None | Some("") => Some(Coding::Identity),
+            Some(v) if v.eq_ignore_ascii_case("identity") => Some(Coding::Identity),
+            Some(v) if v.eq_ignore_ascii_case("gzip") || v.eq_ignore_ascii_case("x-gzip") => {
+                Some(Coding::Gzip)
+            }
+            Some(v) if v.eq_ignore_ascii_case("deflate") => Some(Coding::Deflate),
+            Some(_) => None,
+        }
+    }
+}
+
+/// Inflate a body, refusing to produce more than `max` bytes.
+pub(crate) fn inflate(coding: Coding, body: &[u8], max: usize) -> Result<Vec<u8>, InflateError> {
+    match coding {
+        Coding::Identity => Ok(body.to_vec()),
+        Coding::Gzip => read_capped(MultiGzDecoder::new(body), body.len(), max),
+        // RFC 9110's deflate is zlib-wrapped; some clients send raw deflate.
+        Coding::Deflate => read_capped(ZlibDecoder::new(body), body.len(), max)
+            .or_else(|_| read_capped(DeflateDecoder::new(body), body.len(), max)),
+    }
+}
+
+fn read_capped(dec: impl Read, len: usize, max: usize) -> Result<Vec<u8>, InflateError> {
+    let mut out = Vec::with_capacity((len * 4).min(max));
+    dec.take(max as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(InflateError::Corrupt)?;
     if out.len() > max {
         return Err(InflateError::TooLarge);
     }
@@ -58,12 +94,32 @@ mod tests {
         let body = vec![b'a'; 100_000];
         let z = gzip(&body);
         assert!(z.len() < 1000);
-        assert_eq!(gunzip(&z, 100_000).unwrap(), body);
-        assert!(matches!(gunzip(&z, 99_999), Err(InflateError::TooLarge)));
+        assert_eq!(inflate(Coding::Gzip, &z, 100_000).unwrap(), body);
         assert!(matches!(
-            gunzip(b"not gzip", 10),
+            inflate(Coding::Gzip, &z, 99_999),
+            Err(InflateError::TooLarge)
+        ));
+        assert!(matches!(
+            inflate(Coding::Gzip, b"not gzip", 10),
             Err(InflateError::Corrupt(_))
         ));
+    }
+
+    #[test]
+    fn every_gzip_member_and_both_deflate_forms() {
+        let mut two = gzip(b"hello ");
+        two.extend(gzip(b"world"));
+        assert_eq!(inflate(Coding::Gzip, &two, 100).unwrap(), b"hello world");
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), Compression::fast());
+        z.write_all(b"zlib body").unwrap();
+        let z = z.finish().unwrap();
+        assert_eq!(inflate(Coding::Deflate, &z, 100).unwrap(), b"zlib body");
+        let mut d = flate2::write::DeflateEncoder::new(Vec::new(), Compression::fast());
+        d.write_all(b"raw body").unwrap();
+        let d = d.finish().unwrap();
+        assert_eq!(inflate(Coding::Deflate, &d, 100).unwrap(), b"raw body");
+        assert_eq!(Coding::parse(Some("DEFLATE")), Some(Coding::Deflate));
+        assert_eq!(Coding::parse(Some("br")), None);
     }
 
     #[test]

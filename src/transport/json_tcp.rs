@@ -4,8 +4,10 @@
 //! bytes that cannot start a value are skipped through the next newline; a value
 //! larger than the frame cap gets an error line and the connection is closed.
 
+use super::jsonrpc::{self, Bounds};
 use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
+use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::ConnInfo;
 use crate::server::Shared;
@@ -19,7 +21,7 @@ struct JsonTcp {
     splitter: Splitter,
     verbs: Arc<VerbTable>,
     ctx: CallContext,
-    parallel: usize,
+    bounds: Bounds,
     max_frame: usize,
 }
 
@@ -37,27 +39,47 @@ impl Framer for JsonTcp {
         while room > 0 {
             match self.splitter.next(input) {
                 Split::Value { start, end } => {
-                    let frame = input.split_to(end);
-                    match rpcmux_jsonrpc::parse(&frame[start..]) {
+                    let mut frame = input.split_to(end);
+                    let size = frame.len();
+                    let (verbs, ctx, bounds) = (self.verbs.clone(), self.ctx.clone(), self.bounds);
+                    if size >= heavy::OFFLOAD_AT {
+                        // Parsed inside the call, off the async workers (see `heavy`).
+                        let text = frame.split_off(start).freeze();
+                        calls.start(size, async move {
+                            let mut body = Vec::new();
+                            match jsonrpc::parse(text, bounds).await {
+                                Ok(incoming) => {
+                                    jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
+                                        .await
+                                        .then_some(body)
+                                }
+                                Err(e) => Some(jsonrpc::error_body(&e)),
+                            }
+                        });
+                        room -= 1;
+                        continue;
+                    }
+                    let limits = rpcmux_jsonrpc::ParseLimits {
+                        max_batch: bounds.max_batch,
+                    };
+                    match rpcmux_jsonrpc::parse_with(&frame[start..], &limits) {
                         Ok(incoming) => {
-                            let (verbs, ctx, parallel) =
-                                (self.verbs.clone(), self.ctx.clone(), self.parallel);
-                            calls.push(Box::pin(async move {
+                            calls.start(size, async move {
                                 let mut body = Vec::with_capacity(256);
-                                super::jsonrpc::answer(verbs, ctx, incoming, parallel, &mut body)
+                                jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
                                     .await
                                     .then_some(body)
-                            }));
+                            });
                             room -= 1;
                         }
-                        Err(e) => line(out, &super::jsonrpc::error_body(&e)),
+                        Err(e) => line(out, &jsonrpc::error_body(&e)),
                     }
                 }
                 Split::Garbage { skip } if skip > 0 => {
                     let bad = input.split_to(skip);
                     tracing::debug!(bytes = bad.len(), "skipping bytes that are not JSON");
                     let e = RpcError::parse_error("expected a JSON object or array");
-                    line(out, &super::jsonrpc::error_body(&e));
+                    line(out, &jsonrpc::error_body(&e));
                 }
                 Split::Garbage { .. } | Split::Incomplete => return Ok(()),
                 Split::TooLarge => {
@@ -65,7 +87,7 @@ impl Framer for JsonTcp {
                         "message larger than {} bytes",
                         self.max_frame
                     ));
-                    line(out, &super::jsonrpc::error_body(&e));
+                    line(out, &jsonrpc::error_body(&e));
                     input.clear();
                     return Err(Close("frame too large".into()));
                 }
@@ -100,7 +122,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         splitter: Splitter::new(limits.max_frame),
         verbs,
         ctx,
-        parallel: limits.max_in_flight,
+        bounds: Bounds::of(&limits),
         max_frame: limits.max_frame,
     })
     .await;

@@ -1,40 +1,102 @@
-//! Answering a JSON-RPC body, shared by the HTTP and raw-TCP framers.
+//! Answering a JSON-RPC body, shared by the HTTP, raw-TCP and STOMP framers.
+//!
+//! What a request may cause is bounded here, not only its bytes: a batch has at most
+//! `max_batch` members (refused while parsing, before any member is built), each
+//! member's reply is encoded as soon as it is ready (a finished member holds bytes, not
+//! a value tree, while slower ones run), and a reply past `max_reply` bytes becomes
+//! an error (-32003) instead of an unbounded write.
 
+use crate::heavy;
 use crate::verbs::{CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_jsonrpc::{write_error, write_result, Failed, Id, Incoming, Request};
-use rpcmux_value::RpcError;
+use rpcmux_value::{RpcError, Value};
 use std::sync::Arc;
+
+/// Code of the error that replaces a reply larger than `max_reply`.
+pub const ERR_REPLY_TOO_LARGE: i64 = -32003;
+
+/// The bounds one answer works within.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    /// Batch members running at once.
+    pub parallel: usize,
+    pub max_batch: usize,
+    pub max_reply: usize,
+}
+
+impl Bounds {
+    pub fn of(limits: &crate::Limits) -> Bounds {
+        Bounds {
+            parallel: limits.max_in_flight,
+            max_batch: limits.max_batch,
+            max_reply: limits.max_reply,
+        }
+    }
+}
+
+/// Parse a JSON-RPC body, on the blocking pool when it is big.
+pub(crate) async fn parse(body: bytes::Bytes, bounds: Bounds) -> Result<Incoming, RpcError> {
+    let limits = rpcmux_jsonrpc::ParseLimits {
+        max_batch: bounds.max_batch,
+    };
+    heavy::run(body.len(), move || {
+        rpcmux_jsonrpc::parse_with(&body, &limits)
+    })
+    .await
+}
 
 /// Run what `incoming` asks and write the reply body into `out`. Returns false when
 /// there is nothing to send (a notification, or a batch of notifications only).
-/// Batch members run concurrently, at most `parallel` at a time, and answer in order.
+/// Batch members run concurrently, at most `bounds.parallel` at a time, and answer in
+/// order. `size` is the request's size: big requests are encoded off the async workers.
 pub(crate) async fn answer(
     verbs: Arc<VerbTable>,
     ctx: CallContext,
     incoming: Incoming,
-    parallel: usize,
+    bounds: Bounds,
+    size: usize,
     out: &mut Vec<u8>,
 ) -> bool {
     match incoming {
         Incoming::Single(item) => match one(&verbs, ctx, item).await {
             Some((id, r)) => {
-                write_one(out, &id, r);
+                let start = out.len();
+                encode_into(out, size, &id, r).await;
+                if out.len() - start > bounds.max_reply {
+                    out.truncate(start);
+                    too_large(out, &id, bounds.max_reply);
+                }
                 true
             }
             None => false,
         },
         Incoming::Batch(items) => {
-            let replies: Vec<_> = stream::iter(items)
-                .map(|item| one(&verbs, ctx.clone(), item))
-                .buffered(parallel.max(1))
-                .collect()
-                .await;
+            let per_member = size / items.len().max(1);
+            let mut replies = stream::iter(items)
+                .map(|item| {
+                    let (verbs, ctx) = (&verbs, ctx.clone());
+                    async move {
+                        let (id, r) = one(verbs, ctx, item).await?;
+                        let mut reply = Vec::new();
+                        encode_into(&mut reply, per_member, &id, r).await;
+                        Some(reply)
+                    }
+                })
+                .buffered(bounds.parallel.max(1));
+            let start = out.len();
             let mut first = true;
-            for (id, r) in replies.into_iter().flatten() {
+            while let Some(reply) = replies.next().await {
+                let Some(reply) = reply else { continue };
+                if out.len() - start + reply.len() + 2 > bounds.max_reply {
+                    // Stop here: the members still running are dropped with the stream.
+                    out.truncate(start);
+                    too_large(out, &Id::Null, bounds.max_reply);
+                    return true;
+                }
                 out.push(if first { b'[' } else { b',' });
                 first = false;
-                write_one(out, &id, r);
+                out.extend_from_slice(&reply);
             }
             if first {
                 return false;
@@ -50,7 +112,7 @@ async fn one(
     verbs: &VerbTable,
     ctx: CallContext,
     item: Result<Request, Failed>,
-) -> Option<(Id, Result<rpcmux_value::Value, RpcError>)> {
+) -> Option<(Id, Result<Value, RpcError>)> {
     match item {
         Err(f) => Some((f.id, Err(f.error))),
         Ok(req) => {
@@ -60,11 +122,31 @@ async fn one(
     }
 }
 
-fn write_one(out: &mut Vec<u8>, id: &Id, r: Result<rpcmux_value::Value, RpcError>) {
-    match r {
+/// Append one reply object; on the blocking pool when its request was big.
+async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Value, RpcError>) {
+    let write = |out: &mut Vec<u8>, id: &Id, r: Result<Value, RpcError>| match r {
         Ok(v) => write_result(out, id, &v),
         Err(e) => write_error(out, id, &e),
+    };
+    if size < heavy::OFFLOAD_AT {
+        return write(out, id, r);
     }
+    let id = id.clone();
+    let encoded = heavy::run(size, move || {
+        let mut buf = Vec::with_capacity(size.min(1 << 20) + 64);
+        write(&mut buf, &id, r);
+        buf
+    })
+    .await;
+    out.extend_from_slice(&encoded);
+}
+
+fn too_large(out: &mut Vec<u8>, id: &Id, max: usize) {
+    let e = RpcError::new(
+        ERR_REPLY_TOO_LARGE,
+        format!("reply larger than {max} bytes (max_reply)"),
+    );
+    write_error(out, id, &e);
 }
 
 /// A reply body for an error that answers the whole message (parse error, too large).

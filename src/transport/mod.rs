@@ -1,6 +1,7 @@
 //! Framers: what runs on a connection once the sniffer has named its protocol.
 
 pub mod http;
+mod http_body;
 mod http_encoding;
 pub mod json_tcp;
 pub(crate) mod jsonrpc;

@@ -1,13 +1,21 @@
 //! Answering an XML-RPC body (HTTP POST with `text/xml`): parse, dispatch, write.
 //! Every failure, including a body that is not XML at all, is answered with a
-//! `<fault>` in an HTTP 200, never an empty reply.
+//! `<fault>` in an HTTP 200, never an empty reply. Big bodies are parsed and big
+//! replies written off the async workers; a reply past `max_reply` is a fault (-32003).
 
+use crate::heavy;
 use crate::server::{ConnInfo, Shared};
+use bytes::Bytes;
 use rpcmux_value::{Params, RpcError};
 
 /// The reply body for one XML-RPC request body.
-pub(crate) async fn answer(body: &[u8], shared: &Shared, info: &ConnInfo) -> Vec<u8> {
-    let call = match rpcmux_xmlrpc::parse_call(body, &rpcmux_xmlrpc::Limits::default()) {
+pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec<u8> {
+    let size = body.len();
+    let parsed = heavy::run(size, move || {
+        rpcmux_xmlrpc::parse_call(&body, &rpcmux_xmlrpc::Limits::default())
+    })
+    .await;
+    let call = match parsed {
         Ok(c) => c,
         Err(e) => {
             tracing::debug!(peer = %info.peer, error = %e, "bad XML-RPC request");
@@ -19,12 +27,19 @@ pub(crate) async fn answer(body: &[u8], shared: &Shared, info: &ConnInfo) -> Vec
         .verbs
         .call(&call.method, Params::Positional(call.params), ctx)
         .await;
-    let mut out = Vec::with_capacity(body.len() + 256);
-    match result {
-        Ok(v) => rpcmux_xmlrpc::write_response(&mut out, &v),
-        Err(e) => rpcmux_xmlrpc::write_fault(&mut out, &e),
-    }
-    out
+    let max_reply = shared.config.limits.max_reply;
+    heavy::run(size, move || {
+        let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
+        match result {
+            Ok(v) => rpcmux_xmlrpc::write_response(&mut out, &v),
+            Err(e) => rpcmux_xmlrpc::write_fault(&mut out, &e),
+        }
+        if out.len() > max_reply {
+            return fault_body(&super::msgpack::reply_too_large(max_reply));
+        }
+        out
+    })
+    .await
 }
 
 pub(crate) fn fault_body(err: &RpcError) -> Vec<u8> {

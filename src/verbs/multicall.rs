@@ -10,8 +10,6 @@ use rpcmux_value::{vstruct, Params, RpcError, Value};
 
 /// Concurrent calls per multicall.
 pub const PARALLEL: usize = 32;
-/// Calls per multicall; a bigger one is refused with invalid-params.
-pub const MAX_CALLS: usize = 10_000;
 
 pub(super) fn register(t: &mut VerbTable) {
     t.verb("system.multicall")
@@ -26,8 +24,11 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
         Ok(c) => c,
         Err(e) => return Box::pin(std::future::ready(Err(e))),
     };
-    if calls.len() > MAX_CALLS {
-        let e = RpcError::invalid_params(format!("at most {MAX_CALLS} calls per multicall"));
+    if calls.len() > t.max_batch {
+        let e = RpcError::invalid_request(format!(
+            "multicall of more than {} calls (max_batch)",
+            t.max_batch
+        ));
         return Box::pin(std::future::ready(Err(e)));
     }
     // Start every call now (each borrows the table only while starting), run them later.

@@ -44,10 +44,21 @@ impl std::fmt::Debug for Verb {
 }
 
 /// The dispatch table: verbs by name, plus aliases (old flat names to namespaced ones).
-#[derive(Default)]
 pub struct VerbTable {
     verbs: HashMap<String, Arc<Verb>>,
     aliases: HashMap<String, String>,
+    /// Calls per `system.multicall` (the server sets it from `max_batch`).
+    pub(crate) max_batch: usize,
+}
+
+impl Default for VerbTable {
+    fn default() -> Self {
+        VerbTable {
+            verbs: HashMap::new(),
+            aliases: HashMap::new(),
+            max_batch: crate::Limits::default().max_batch,
+        }
+    }
 }
 
 impl VerbTable {

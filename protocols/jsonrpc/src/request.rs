@@ -1,10 +1,12 @@
 //! Parsing requests and batches, with the JSON-RPC 2.0 error classification.
 
-use crate::id::{present, Id};
+use crate::exact::{first_inexact_integer, Checked};
+use crate::id::{present_raw, Id};
 use rpcmux_value::{Params, RpcError, Value};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::cell::Cell;
 
 /// One well-formed call. `id: None` is a notification (no reply is sent).
 #[derive(Debug, Clone, PartialEq)]
@@ -29,23 +31,121 @@ pub enum Incoming {
     Batch(Vec<Result<Request, Failed>>),
 }
 
-/// The typed fast path: borrowing where it can, `params` straight into [`Value`].
+/// The typed fast path: borrowing where it can, `params` straight into [`Value`], the
+/// id as its exact text.
 #[derive(Deserialize)]
 struct Wire<'a> {
     #[serde(borrow)]
     jsonrpc: Option<Cow<'a, str>>,
     method: Option<String>,
-    params: Option<Value>,
-    #[serde(default, deserialize_with = "present")]
-    id: Option<Id>,
+    params: Option<Checked>,
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    id: Option<&'a RawValue>,
 }
 
-/// Parse a body. `Err` is an error that answers the whole body: a parse error, or an
-/// empty batch (both answered with a null id).
+/// Only the members whose exact text a slow path needs again.
+#[derive(Deserialize)]
+struct RawMembers<'a> {
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    params: Option<&'a RawValue>,
+}
+
+impl<'a> RawMembers<'a> {
+    /// From a JSON object's text (anything else gives no members).
+    fn of(text: &'a [u8]) -> RawMembers<'a> {
+        let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+        object
+            .then(|| serde_json::from_slice(text).ok())
+            .flatten()
+            .unwrap_or(RawMembers {
+                id: None,
+                params: None,
+            })
+    }
+}
+
+/// What a body may cause, checked while parsing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParseLimits {
+    /// Members per batch. A bigger batch is refused whole (-32600, "batch of more than
+    /// N calls") as soon as member N+1 is met: no member is built, and the rest of the
+    /// body is not even read, so an 8-million-member batch costs what N members do.
+    pub max_batch: usize,
+}
+
+impl ParseLimits {
+    pub const DEFAULT: ParseLimits = ParseLimits { max_batch: 1000 };
+}
+
+impl Default for ParseLimits {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Parse a body with the default [`ParseLimits`].
 pub fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
+    parse_with(body, &ParseLimits::DEFAULT)
+}
+
+/// A batch's members as unparsed text, at most `max` of them: meeting one more sets
+/// `over` and stops the parse at once.
+struct Members<'c> {
+    max: usize,
+    over: &'c Cell<bool>,
+}
+
+impl<'de> serde::de::Visitor<'de> for Members<'_> {
+    type Value = Vec<&'de RawValue>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "a batch of at most {} requests", self.max)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<Vec<&'de RawValue>, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(self.max).min(1024));
+        while let Some(item) = seq.next_element::<&'de RawValue>()? {
+            if items.len() == self.max {
+                self.over.set(true);
+                return Err(serde::de::Error::custom("too many batch members"));
+            }
+            items.push(item);
+        }
+        Ok(items)
+    }
+}
+
+/// Parse a body. `Err` is an error that answers the whole body: a parse error, an
+/// empty batch, or a batch over `limits.max_batch` (all answered with a null id).
+/// A UTF-8 byte order mark before the JSON is skipped.
+pub fn parse_with(body: &[u8], limits: &ParseLimits) -> Result<Incoming, RpcError> {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
-        let items: Vec<&RawValue> = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
+        use serde::Deserializer as _;
+        let over = Cell::new(false);
+        let mut de = serde_json::Deserializer::from_slice(body);
+        let members = de
+            .deserialize_seq(Members {
+                max: limits.max_batch,
+                over: &over,
+            })
+            .and_then(|m| de.end().map(|()| m));
+        let items = match members {
+            Ok(items) => items,
+            Err(_) if over.get() => {
+                return Err(RpcError::invalid_request(format_args!(
+                    "batch of more than {} calls",
+                    limits.max_batch
+                )))
+            }
+            Err(e) => return Err(RpcError::parse_error(e)),
+        };
         if items.is_empty() {
             return Err(RpcError::invalid_request("empty batch"));
         }
@@ -56,22 +156,29 @@ pub fn parse(body: &[u8]) -> Result<Incoming, RpcError> {
         return Ok(Incoming::Batch(reqs));
     }
     match serde_json::from_slice::<Wire>(body) {
-        Ok(w) => Ok(Incoming::Single(validate(w))),
+        Ok(w) => Ok(Incoming::Single(validate(w, body))),
         Err(_) => {
             // Slow path only on failure: is it bad JSON, or valid JSON that is no request?
             let tree: serde_json::Value =
                 serde_json::from_slice(body).map_err(RpcError::parse_error)?;
-            Ok(Incoming::Single(Err(invalid_from_tree(&tree))))
+            Ok(Incoming::Single(Err(invalid_from_tree(&tree, body))))
         }
     }
 }
 
-/// Parse one batch element (already known to be valid JSON).
+/// Parse one batch element (already known to be valid JSON, with no space around it).
 fn parse_one(text: &[u8]) -> Result<Request, Failed> {
+    // Only an object can be a request (serde would read a struct from an array too).
+    if text.first() != Some(&b'{') {
+        return Err(Failed {
+            id: Id::Null,
+            error: RpcError::invalid_request("a request must be an object"),
+        });
+    }
     match serde_json::from_slice::<Wire>(text) {
-        Ok(w) => validate(w),
+        Ok(w) => validate(w, text),
         Err(_) => match serde_json::from_slice::<serde_json::Value>(text) {
-            Ok(tree) => Err(invalid_from_tree(&tree)),
+            Ok(tree) => Err(invalid_from_tree(&tree, text)),
             Err(e) => Err(Failed {
                 id: Id::Null,
                 error: RpcError::parse_error(e),
@@ -80,35 +187,74 @@ fn parse_one(text: &[u8]) -> Result<Request, Failed> {
     }
 }
 
-fn validate(w: Wire) -> Result<Request, Failed> {
-    let fail = |id: &Option<Id>, msg: &str| Failed {
-        id: id.clone().unwrap_or_default(),
-        error: RpcError::invalid_request(msg),
+/// Check a request read by the fast path; `text` is its JSON, for the rare second look.
+fn validate(w: Wire, text: &[u8]) -> Result<Request, Failed> {
+    let id = match w.id.map(Id::from_raw) {
+        None => None,
+        Some(Some(id)) => Some(id),
+        Some(None) => {
+            return Err(Failed {
+                id: Id::Null,
+                error: RpcError::invalid_request("\"id\" must be a string, a number or null"),
+            })
+        }
+    };
+    let fail = |id: Option<Id>, error: RpcError| Failed {
+        id: id.unwrap_or_default(),
+        error,
     };
     if w.jsonrpc.as_deref() != Some("2.0") {
-        return Err(fail(&w.id, "\"jsonrpc\" must be \"2.0\""));
+        let e = RpcError::invalid_request("\"jsonrpc\" must be \"2.0\"");
+        return Err(fail(id, e));
     }
     let Some(method) = w.method else {
-        return Err(fail(&w.id, "missing \"method\""));
+        return Err(fail(id, RpcError::invalid_request("missing \"method\"")));
     };
-    let params = match w.params {
-        None => Params::default(),
-        Some(Value::Array(a)) => Params::Positional(a),
-        Some(Value::Struct(m)) => Params::Named(m),
-        Some(_) => return Err(fail(&w.id, "\"params\" must be an array or an object")),
+    let Some(Checked { value, doubt }) = w.params else {
+        return Ok(Request {
+            id,
+            method,
+            params: Params::default(),
+        });
     };
-    Ok(Request {
-        id: w.id,
-        method,
-        params,
-    })
+    if doubt {
+        if let Some(e) = inexact_integer_in_params(text) {
+            return Err(fail(id, e));
+        }
+    }
+    let params = match value {
+        Value::Array(a) => Params::Positional(a),
+        Value::Struct(m) => Params::Named(m),
+        _ => {
+            let e = RpcError::invalid_request("\"params\" must be an array or an object");
+            return Err(fail(id, e));
+        }
+    };
+    Ok(Request { id, method, params })
 }
 
-/// Explain why a valid JSON value is not a request, keeping its id when it has a usable one.
-fn invalid_from_tree(tree: &serde_json::Value) -> Failed {
-    let id = tree
-        .get("id")
-        .and_then(|v| Id::deserialize(v).ok())
+/// The -32602 error for an integer literal in `params` that the data model cannot hold
+/// exactly (see `exact.rs`), if there is one.
+#[cold]
+fn inexact_integer_in_params(text: &[u8]) -> Option<RpcError> {
+    let params = RawMembers::of(text).params?;
+    let token = first_inexact_integer(params.get())?;
+    let shown = if token.len() > 48 {
+        format!("{}… ({} digits)", &token[..40], token.len())
+    } else {
+        token.to_owned()
+    };
+    Some(RpcError::invalid_params(format_args!(
+        "integer {shown} is beyond the 64-bit signed range and no double holds it exactly"
+    )))
+}
+
+/// Explain why a valid JSON value is not a request, keeping its id when it has a usable
+/// one (read again from `text`, so a number id keeps its spelling).
+fn invalid_from_tree(tree: &serde_json::Value, text: &[u8]) -> Failed {
+    let id = RawMembers::of(text)
+        .id
+        .and_then(Id::from_raw)
         .unwrap_or_default();
     let why = match tree {
         serde_json::Value::Object(o) => match o.get("method") {

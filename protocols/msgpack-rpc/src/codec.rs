@@ -37,6 +37,45 @@ impl MsgpackRpcCodec {
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
+
+    /// Like [`Decoder::decode`], but a message of at least `raw_from` bytes comes out
+    /// framed and unparsed, for the caller to parse elsewhere (a server parses big
+    /// messages off its async workers) with [`crate::parse_framed`].
+    pub fn decode_or_frame(
+        &mut self,
+        src: &mut BytesMut,
+        raw_from: usize,
+    ) -> Result<Option<Framed>, CodecError> {
+        match self.scanner.scan(src, &self.limits) {
+            Ok(Scan::Incomplete { need }) => {
+                src.reserve(need.min(MAX_RESERVE));
+                Ok(None)
+            }
+            Ok(Scan::Complete(len)) if len >= raw_from => Ok(Some(Framed::Raw(src.split_to(len)))),
+            Ok(Scan::Complete(len)) => {
+                let msg = parse_message(&src[..len]);
+                src.advance(len);
+                msg.map(|m| Some(Framed::Message(m)))
+            }
+            Err(e) => {
+                self.scanner.reset();
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What [`MsgpackRpcCodec::decode_or_frame`] yields.
+#[derive(Debug)]
+pub enum Framed {
+    Message(Message),
+    /// One whole message's bytes (scanned, so framing and caps already hold), unparsed.
+    Raw(BytesMut),
+}
+
+/// Parse one message that [`MsgpackRpcCodec::decode_or_frame`] framed.
+pub fn parse_framed(frame: &[u8]) -> Result<Message, CodecError> {
+    parse_message(frame)
 }
 
 impl Decoder for MsgpackRpcCodec {

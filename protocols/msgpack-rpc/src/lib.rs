@@ -82,7 +82,7 @@ mod message;
 mod scan;
 mod timestamp;
 
-pub use codec::MsgpackRpcCodec;
+pub use codec::{parse_framed, Framed, MsgpackRpcCodec};
 pub use decode::read_value;
 pub use encode::write_value;
 pub use error::{CodecError, EncodeError};

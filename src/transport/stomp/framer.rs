@@ -225,10 +225,15 @@ impl Stomp {
                     .session
                     .clone()
                     .expect("STOMP calls carry a session");
-                self.hub_sub = Some(events.subscribe("*", session));
+                match events.subscribe("*", session) {
+                    Ok(id) => self.hub_sub = Some(id),
+                    Err(e) => {
+                        tracing::warn!(conn = self.conn_id, error = %e, "STOMP event subscription refused")
+                    }
+                }
             }
             (false, Some(id)) => {
-                events.unsubscribe(id);
+                events.unsubscribe(self.conn_id, id);
                 self.hub_sub = None;
             }
             _ => {}

@@ -4,7 +4,8 @@
 
 use super::{Fault, Stomp};
 use crate::events::Event;
-use crate::transport::jsonrpc;
+use crate::heavy;
+use crate::transport::jsonrpc::{self, Bounds};
 use crate::transport::session::Calls;
 use crate::transport::stomp::frames;
 use crate::transport::stomp::subscriptions::dest_covers;
@@ -50,25 +51,32 @@ impl Stomp {
             .get("reply-to")
             .unwrap_or(&cfg.response_destination)
             .to_owned();
-        let incoming = match rpcmux_jsonrpc::parse(&f.body) {
-            Ok(incoming) => incoming,
-            Err(e) => {
-                let body = jsonrpc::error_body(&e);
-                self.deliver_reply(&reply_to, body.into(), out);
-                return Ok(false);
+        let bounds = Bounds::of(&self.shared.config.limits);
+        let size = f.body.len();
+        // A big body is parsed inside the call, off the async workers (see `heavy`).
+        let incoming = if size >= heavy::OFFLOAD_AT {
+            None
+        } else {
+            let limits = rpcmux_jsonrpc::ParseLimits {
+                max_batch: bounds.max_batch,
+            };
+            match rpcmux_jsonrpc::parse_with(&f.body, &limits) {
+                Ok(incoming) => Some(incoming),
+                Err(e) => {
+                    let body = jsonrpc::error_body(&e);
+                    self.deliver_reply(&reply_to, body.into(), out);
+                    return Ok(false);
+                }
             }
         };
         let mut ctx = self.ctx.clone();
         ctx.flow_id = f.get(FLOW_ID).map(str::to_owned);
-        let (verbs, parallel) = (
-            self.shared.verbs.clone(),
-            self.shared.config.limits.max_in_flight,
-        );
+        let verbs = self.shared.verbs.clone();
         let span = ctx.flow_id.as_deref().map(|flow_id| {
             let method = match &incoming {
-                Incoming::Single(Ok(r)) => r.method.as_str(),
-                Incoming::Single(Err(_)) => "",
-                Incoming::Batch(_) => "(batch)",
+                Some(Incoming::Single(Ok(r))) => r.method.as_str(),
+                Some(Incoming::Single(Err(_))) | None => "",
+                Some(Incoming::Batch(_)) => "(batch)",
             };
             tracing::info!(
                 conn = self.conn_id,
@@ -79,49 +87,62 @@ impl Stomp {
             );
             tracing::info_span!("stomp_call", conn = self.conn_id, flow_id)
         });
+        let raw = incoming.is_none().then(|| f.body.clone());
         let call = async move {
+            let incoming = match (incoming, raw) {
+                (Some(incoming), _) => Ok(incoming),
+                (None, Some(raw)) => jsonrpc::parse(raw, bounds).await,
+                (None, None) => unreachable!("a body either parsed or kept"),
+            };
             let mut body = Vec::with_capacity(256);
-            let some = jsonrpc::answer(verbs, ctx, incoming, parallel, &mut body).await;
+            let some = match incoming {
+                Ok(incoming) => {
+                    jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body).await
+                }
+                Err(e) => {
+                    body = jsonrpc::error_body(&e);
+                    true
+                }
+            };
             Done {
                 body: some.then_some(body),
                 reply_to,
             }
         };
         match span {
-            Some(span) => calls.push(Box::pin(call.instrument(span))),
-            None => calls.push(Box::pin(call)),
+            Some(span) => calls.start(size, call.instrument(span)),
+            None => calls.start(size, call),
         }
         self.in_flight += 1;
         Ok(true)
     }
 
-    /// Write `body` as a MESSAGE to every subscription of this connection that covers
-    /// `dest`. VDSM does the same (it answers only subscribers of the reply destination)
-    /// and drops a reply no subscription covers; so does this server, with a log line.
-    pub(super) fn deliver(&mut self, dest: &str, body: Bytes, out: &mut BytesMut) -> usize {
-        let mut sent = 0;
+    /// Write `body` as one MESSAGE to the oldest subscription of this connection that
+    /// covers `dest`; false if none does. VDSM answers only subscribers of the reply
+    /// destination and drops a reply no subscription covers; so does this server, with
+    /// a log line. One copy per connection, however many of its subscriptions overlap:
+    /// a copy per subscription let 256 SUBSCRIBEs turn one 8 MiB reply into 2 GiB.
+    pub(super) fn deliver(&mut self, dest: &str, body: Bytes, out: &mut BytesMut) -> bool {
         let Stomp {
             subs,
             next_message,
             conn_id,
             ..
         } = self;
-        for sub in subs.covering(dest) {
-            *next_message += 1;
-            let id = format!("{conn_id}-{next_message}");
-            frames::put(&frames::message(dest, sub, &id, body.clone()), out);
-            sent += 1;
+        let Some(sub) = subs.covering(dest).next() else {
+            return false;
+        };
+        *next_message += 1;
+        let id = format!("{conn_id}-{next_message}");
+        frames::put(&frames::message(dest, sub, &id, body), out);
+        if let Some(b) = &mut self.beats {
+            b.wrote(std::time::Instant::now());
         }
-        if sent > 0 {
-            if let Some(b) = &mut self.beats {
-                b.wrote(std::time::Instant::now());
-            }
-        }
-        sent
+        true
     }
 
     pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut BytesMut) {
-        if self.deliver(dest, body, out) == 0 {
+        if !self.deliver(dest, body, out) {
             if self.warned_unrouted {
                 tracing::debug!(
                     conn = self.conn_id,
