@@ -70,9 +70,18 @@ impl<'de> Visitor<'de> for ValueVisitor {
     fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
         Ok(Value::Int(v))
     }
-    /// Values above i64::MAX do not fit the model's int; they become doubles, as in JavaScript.
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(i64::try_from(v).map_or(Value::Double(v as f64), Value::Int))
+    /// Values above i64::MAX do not fit the model's int. One that a double holds exactly
+    /// (2^63, 2^64 - 2^11, ...) becomes that double; any other is an error rather than a
+    /// silently different number.
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+        if let Ok(i) = i64::try_from(v) {
+            return Ok(Value::Int(i));
+        }
+        u64_as_exact_f64(v).map(Value::Double).ok_or_else(|| {
+            E::custom(format_args!(
+                "integer {v} is beyond the 64-bit signed range and no double holds it exactly"
+            ))
+        })
     }
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Double(v))
@@ -110,6 +119,13 @@ impl<'de> Visitor<'de> for ValueVisitor {
     }
 }
 
+/// `v` as a double, if the double is exactly `v`. (`v as f64` rounds; converting back
+/// with `as u64` saturates at u64::MAX, so 2^64 must be ruled out first.)
+pub(crate) fn u64_as_exact_f64(v: u64) -> Option<f64> {
+    let d = v as f64;
+    (d < 18_446_744_073_709_551_616.0 && d as u64 == v).then_some(d)
+}
+
 /// Parse a dateTime from its ISO 8601 string (for protocols that carry it as text).
 impl std::str::FromStr for DateTime {
     type Err = de::value::Error;
@@ -125,16 +141,31 @@ mod tests {
 
     #[test]
     fn json_round_trip_keeps_order_and_types() {
-        let text = r#"{"z":1,"a":[true,null,2.5,"s"],"big":18446744073709551615}"#;
+        let text = r#"{"z":1,"a":[true,null,2.5,"s"],"big":9223372036854775808}"#;
         let v: Value = serde_json::from_str(text).unwrap();
         let keys: Vec<_> = v.as_struct().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["z", "a", "big"]);
-        assert_eq!(v.get("big"), Some(&Value::Double(18446744073709551615.0)));
+        assert_eq!(v.get("big"), Some(&Value::Double(9223372036854775808.0)));
         let back = serde_json::to_string(&v).unwrap();
         assert!(
             back.starts_with(r#"{"z":1,"a":[true,null,2.5,"s"]"#),
             "{back}"
         );
+    }
+
+    #[test]
+    fn u64_beyond_i64_is_an_exact_double_or_an_error() {
+        let v: Value = serde_json::from_str("18446744073709549568").unwrap();
+        assert_eq!(v, Value::Double(18446744073709549568.0));
+        for inexact in ["18446744073709551615", "9223372036854775809"] {
+            let err = serde_json::from_str::<Value>(inexact).unwrap_err();
+            assert!(
+                err.to_string().contains("no double holds it exactly"),
+                "{err}"
+            );
+        }
+        assert_eq!(u64_as_exact_f64(u64::MAX), None);
+        assert_eq!(u64_as_exact_f64(1 << 63), Some(9223372036854775808.0));
     }
 
     #[test]
