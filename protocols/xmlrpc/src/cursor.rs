@@ -1,6 +1,6 @@
 //! A thin layer over the lexer ([`crate::lex`]): it yields only what XML-RPC cares
 //! about (open tag, close tag, decoded text, end), enforces the document-wide rules
-//! (UTF-8 only, no DTD, element count) and turns every failure into an [`RpcError`].
+//! (UTF-8 only, XML 1.0 characters only, no DTD, element count) and turns every failure into an [`RpcError`].
 //!
 //! Comments, processing instructions and the XML declaration are skipped wherever
 //! they appear. Text is decoded as it arrives: entities and character references are
@@ -10,6 +10,7 @@
 use crate::lex::{Lexer, Markup};
 use crate::tag::Tag;
 use crate::unescape::unescape;
+use crate::xmlchar::find_forbidden;
 use crate::Limits;
 use rpcmux_value::RpcError;
 use std::borrow::Cow;
@@ -43,6 +44,14 @@ impl<'a> Cursor<'a> {
                 e.valid_up_to()
             ))
         })?;
+        // Once over the whole document, so that no path of the lexer (text, CDATA,
+        // names, attributes, comments) can let through a character XML forbids.
+        if let Some((at, c)) = find_forbidden(text) {
+            return Err(RpcError::parse_error(format_args!(
+                "character U+{:04X} is not allowed in XML 1.0 (at byte {at})",
+                u32::from(c)
+            )));
+        }
         Ok(Cursor {
             lexer: Lexer::new(text),
             limits: *limits,

@@ -12,8 +12,16 @@
 //!
 //! Output: an int beyond 32 bits is written as `<i8>`; doubles in their shortest exact
 //! form, NaN/±infinity as Python writes them (`nan`, `inf`, `-inf`); strings escape
-//! `<`, `>`, `&`, and CR and other C0 controls as character references; a fault's
+//! `<`, `>`, `&`, and CR as a character reference; dateTimes keep fractional seconds
+//! (only when non-zero) and years beyond 0..=9999 (`+10000-01-01T00:00:00`); a fault's
 //! code is clamped to 32 bits and its `data` is not sent (see `write.rs`).
+//!
+//! XML 1.0 characters only, both ways: a C0 control other than TAB/LF/CR, or U+FFFE /
+//! U+FFFF, raw or as a character reference (`&#1;`), makes a document a parse error
+//! (-32700), as in expat. A value holding one cannot be written: [`try_write_response`]
+//! / [`try_write_call`] return -32603 "string contains a character XML 1.0 cannot carry
+//! (U+0001)", [`write_response`] writes that error as a fault, [`check_xml_chars`]
+//! checks a value alone. Nothing is ever silently replaced.
 //!
 //! Security: any `<!DOCTYPE>` is refused, so no entity is ever declared or expanded
 //! (billion laughs and external entities cannot happen); only the five predefined
@@ -30,10 +38,15 @@ mod scalar;
 mod tag;
 mod unescape;
 mod write;
+mod xmlchar;
 
 pub use limits::Limits;
 pub use read::{parse_call, parse_response};
-pub use write::{write_call, write_fault, write_response, write_value};
+pub use write::{
+    try_write_call, try_write_response, try_write_value, write_call, write_fault, write_response,
+    write_value,
+};
+pub use xmlchar::check_xml_chars;
 
 use rpcmux_value::Value;
 

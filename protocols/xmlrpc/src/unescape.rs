@@ -2,9 +2,11 @@
 //!
 //! Only XML's five predefined entities and character references exist here: no DTD is
 //! ever read, so no other entity can be declared, and any other name is an error.
-//! Unlike a general XML unescape (quick-xml's, say), `&#0;` (and the other C0 controls) are accepted, so
-//! whatever rpcmux's writer emits (see `escape.rs`) reads back exactly.
+//! A character reference must name a character XML 1.0 allows (see `xmlchar.rs`):
+//! `&#0;`, `&#1;`, `&#xFFFE;` and the like are refused, as expat refuses them; only
+//! TAB, LF and CR among the C0 controls (`&#13;` is how a CR survives).
 
+use crate::xmlchar::is_xml_char;
 use std::borrow::Cow;
 
 pub(crate) fn unescape(s: &str) -> Result<Cow<'_, str>, String> {
@@ -47,10 +49,17 @@ fn resolve(name: &str) -> Result<char, String> {
             None => None,
         },
     };
-    c.ok_or_else(|| {
-        let shown: String = name.chars().take(20).collect();
-        format!("unknown or invalid reference &{shown};")
-    })
+    match c {
+        Some(c) if is_xml_char(c) => Ok(c),
+        Some(c) => Err(format!(
+            "&{name}; refers to U+{:04X}, a character XML 1.0 does not allow",
+            u32::from(c)
+        )),
+        None => {
+            let shown: String = name.chars().take(20).collect();
+            Err(format!("unknown or invalid reference &{shown};"))
+        }
+    }
 }
 
 /// Digits only (`u32::from_str_radix` would also take a sign); a Unicode scalar value.
@@ -71,8 +80,20 @@ mod tests {
     fn predefined_and_numeric() {
         assert!(matches!(unescape("plain").unwrap(), Cow::Borrowed("plain")));
         assert_eq!(
-            unescape("&lt;a&gt; &amp; &quot;&apos; &#65;&#x42;&#x1F600;&#0;&#13;").unwrap(),
-            "<a> & \"' AB😀\0\r"
+            unescape("&lt;a&gt; &amp; &quot;&apos; &#65;&#x42;&#x1F600;&#9;&#10;&#13;").unwrap(),
+            "<a> & \"' AB😀\t\n\r"
+        );
+    }
+
+    #[test]
+    fn refuses_references_to_characters_xml_forbids() {
+        for bad in ["&#0;", "&#1;", "&#x1F;", "&#11;", "&#xFFFE;", "&#65535;"] {
+            let err = unescape(bad).unwrap_err();
+            assert!(err.contains("XML 1.0 does not allow"), "{bad}: {err}");
+        }
+        assert_eq!(
+            unescape("&#x20;&#xFFFD;&#xE000;").unwrap(),
+            " \u{fffd}\u{e000}"
         );
     }
 

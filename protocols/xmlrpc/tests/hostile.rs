@@ -154,6 +154,45 @@ fn invalid_utf8_is_a_parse_error() {
 }
 
 #[test]
+fn characters_xml_forbids_are_refused_raw_or_referenced() {
+    let call = |inner: &str| {
+        format!(
+            "<?xml version=\"1.0\"?><methodCall><methodName>m</methodName><params><param>\
+             <value>{inner}</value></param></params></methodCall>"
+        )
+    };
+    let mut forbidden: Vec<char> = (0u8..0x20)
+        .filter(|b| !matches!(b, b'\t' | b'\n' | b'\r'))
+        .map(char::from)
+        .collect();
+    forbidden.extend(['\u{fffe}', '\u{ffff}']);
+    for c in forbidden {
+        let u = u32::from(c);
+        let docs = [
+            call(&format!("<string>a{c}b</string>")),
+            call(&format!("a{c}b")),
+            call(&format!("<![CDATA[{c}]]>")),
+            call(&format!("<string>&#{u};</string>")),
+            call(&format!("<string>&#x{u:X};</string>")),
+            call(&format!("<string>x<!-- {c} -->y</string>")),
+            format!("<methodCall a='{c}'><methodName>m</methodName></methodCall>"),
+        ];
+        for doc in docs {
+            let err = refused(doc.as_bytes());
+            assert_eq!(err.code, RpcError::PARSE_ERROR, "{doc:?}: {err}");
+            assert!(
+                err.message.contains(&format!("U+{u:04X}")) && err.message.contains("XML 1.0"),
+                "{doc:?}: {err}"
+            );
+        }
+    }
+    // TAB, LF and CR are XML characters, raw or referenced.
+    let doc = call("<string>\t\n&#9;&#10;&#13;&#xD;</string>");
+    let got = parse_call(doc.as_bytes(), &Limits::default()).unwrap();
+    assert_eq!(got.params, [rpcmux_value::Value::from("\t\n\t\n\r\r")]);
+}
+
+#[test]
 fn every_truncation_is_an_error_not_a_panic() {
     for name in [
         "music_entry_call.xml",

@@ -1,17 +1,23 @@
 //! Property-style round trips: random values, written then read back, come out equal.
 //! (A small deterministic generator instead of proptest keeps the build light.)
 
+use rpcmux_value::RpcError;
 use rpcmux_value::{DateTime, Map, Value};
-use rpcmux_xmlrpc::{parse_call, parse_response, write_call, write_response, Limits};
+use rpcmux_xmlrpc::{
+    check_xml_chars, parse_call, parse_response, try_write_call, try_write_response, write_call,
+    write_response, Limits,
+};
 
 mod common;
 use fastrand::Rng;
 
 /// Characters that stress escaping and decoding: markup, entities-lookalikes, CR/LF,
-/// controls (NUL included), whitespace at the edges, multi-byte UTF-8, U+FFFE.
+/// whitespace at the edges, multi-byte UTF-8 (0xEF-led U+FFFD and U+FF41 next to the
+/// forbidden U+FFFE), DEL. The characters XML 1.0 cannot carry (other C0 controls,
+/// U+FFFE, U+FFFF) are in `forbidden_characters_never_round_trip_silently`.
 const CHARS: &[char] = &[
-    'a', 'Z', '0', ' ', '<', '>', '&', ';', '#', '"', '\'', '\r', '\n', '\t', '\0', '\u{1}',
-    '\u{1b}', '\u{7f}', 'é', '☃', '𝄞', '\u{fffe}', ']', '/', '=',
+    'a', 'Z', '0', ' ', '<', '>', '&', ';', '#', '"', '\'', '\r', '\n', '\t', '\u{7f}', 'é', '☃',
+    '𝄞', '\u{fffd}', '\u{ff41}', ']', '/', '=',
 ];
 
 fn string(rng: &mut Rng) -> String {
@@ -37,8 +43,16 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
         4 => Value::String(string(rng)),
         5 => Value::Bytes((0..rng.usize(..80)).map(|_| rng.u64(..) as u8).collect()),
         6 => {
-            let secs = (rng.u64(..) % 253_402_300_800) as i64; // year 1970..=9999
-            Value::DateTime(DateTime::from_unix(secs, 0).unwrap())
+            // Every year chrono holds (-262143..=262142), with and without a fraction.
+            let (lo, hi) = (-8_334_601_228_800i64, 8_210_266_876_799i64);
+            let secs = lo + (rng.u64(..) % (hi - lo + 1) as u64) as i64;
+            let nanos = match rng.usize(..4) {
+                0 => 0,
+                1 => rng.u32(..1000) * 1_000_000,
+                2 => rng.u32(..1_000_000) * 1000,
+                _ => rng.u32(..1_000_000_000),
+            };
+            Value::DateTime(DateTime::from_unix(secs, nanos).unwrap())
         }
         7 => Value::Array((0..rng.usize(..5)).map(|_| value(rng, depth - 1)).collect()),
         _ => {
@@ -153,4 +167,48 @@ fn fast_and_general_paths_read_the_same() {
         spaced.contains("<nil />") && spaced.contains("<string >x</string >"),
         "{spaced}"
     );
+}
+
+#[test]
+fn forbidden_characters_never_round_trip_silently() {
+    let mut rng = Rng::with_seed(11);
+    let forbidden = [
+        '\0', '\u{1}', '\u{8}', '\u{b}', '\u{c}', '\u{1b}', '\u{1f}', '\u{fffe}', '\u{ffff}',
+    ];
+    let limits = Limits::default();
+    for _ in 0..500 {
+        // A good value, with one forbidden character put into one of its strings.
+        let mut v = Value::Array(vec![value(&mut rng, 3), Value::Nil]);
+        let c = forbidden[rng.usize(..forbidden.len())];
+        let s = format!("{}{c}{}", string(&mut rng), string(&mut rng));
+        v = match rng.usize(..2) {
+            0 => Value::Array(vec![v, Value::String(s)]),
+            _ => {
+                let mut m = Map::default();
+                m.insert(s, v);
+                Value::Struct(m)
+            }
+        };
+        let want = format!("(U+{:04X})", u32::from(c));
+        let err = check_xml_chars(&v).unwrap_err();
+        assert!(err.message.contains(&want), "{err}");
+        let mut out = Vec::new();
+        assert_eq!(try_write_response(&mut out, &v), Err(err.clone()));
+        assert_eq!(
+            try_write_call(&mut out, "m", &[v.clone()]),
+            Err(err.clone())
+        );
+        assert!(out.is_empty());
+        // The infallible writers: a fault instead, or a call every reader refuses.
+        write_response(&mut out, &v);
+        let fault = parse_response(&out, &limits).unwrap().unwrap_err();
+        assert_eq!(
+            (fault.code, &fault.message),
+            (RpcError::INTERNAL_ERROR, &err.message)
+        );
+        out.clear();
+        write_call(&mut out, "m", &[v]);
+        let refused = parse_call(&out, &limits).unwrap_err();
+        assert_eq!(refused.code, RpcError::PARSE_ERROR, "{refused}");
+    }
 }
