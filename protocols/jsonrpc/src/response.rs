@@ -3,10 +3,11 @@
 //! Responses are written field by field into the caller's buffer: no intermediate
 //! tree, one allocation for the whole reply on the hot path.
 
-use crate::id::Id;
+use crate::id::{present_raw, Id};
 use rpcmux_value::{Params, RpcError, Value};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
     // Writing a Value or an Id into a Vec cannot fail: no I/O, string keys only.
@@ -18,7 +19,7 @@ pub fn write_result(out: &mut Vec<u8>, id: &Id, result: &Value) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
     write_json(out, result);
     out.extend_from_slice(br#","id":"#);
-    write_json(out, id);
+    id.write(out);
     out.push(b'}');
 }
 
@@ -33,7 +34,7 @@ pub fn write_error(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
         write_json(out, data);
     }
     out.extend_from_slice(br#"},"id":"#);
-    write_json(out, id);
+    id.write(out);
     out.push(b'}');
 }
 
@@ -57,7 +58,7 @@ pub fn write_request(out: &mut Vec<u8>, id: Option<&Id>, method: &str, params: &
     }
     if let Some(id) = id {
         out.extend_from_slice(br#","id":"#);
-        write_json(out, id);
+        id.write(out);
     }
     out.push(b'}');
 }
@@ -77,17 +78,24 @@ struct WireError {
 }
 
 #[derive(Deserialize)]
-struct WireResponse {
+struct WireResponse<'a> {
     /// Only a server notification (an event) has one.
     method: Option<IgnoredAny>,
     result: Option<Value>,
     error: Option<WireError>,
-    #[serde(default)]
-    id: Id,
+    /// The exact text, so a number id reads back as it was written.
+    #[serde(default, borrow, deserialize_with = "present_raw")]
+    id: Option<&'a RawValue>,
 }
 
-impl WireResponse {
-    fn into_response(self) -> Response {
+impl WireResponse<'_> {
+    fn into_response(self) -> Result<Response, RpcError> {
+        let id = match self.id {
+            None => Id::Null,
+            Some(raw) => Id::from_raw(raw).ok_or_else(|| {
+                RpcError::parse_error("\"id\" must be a string, a number or null")
+            })?,
+        };
         let outcome = match self.error {
             Some(e) => Err(RpcError {
                 code: e.code,
@@ -96,10 +104,7 @@ impl WireResponse {
             }),
             None => Ok(self.result.unwrap_or(Value::Nil)),
         };
-        Response {
-            id: self.id,
-            outcome,
-        }
+        Ok(Response { id, outcome })
     }
 }
 
@@ -107,7 +112,7 @@ impl WireResponse {
 /// reads as a `null` result (`"result": null` deserializes to `None`).
 pub fn parse_response(body: &[u8]) -> Result<Response, RpcError> {
     let w: WireResponse = serde_json::from_slice(body).map_err(RpcError::parse_error)?;
-    Ok(w.into_response())
+    w.into_response()
 }
 
 /// Parse one message arriving at a client over a stream, where the server may also
@@ -115,7 +120,12 @@ pub fn parse_response(body: &[u8]) -> Result<Response, RpcError> {
 /// response, read as [`parse_response`] reads it.
 pub fn parse_response_or_notification(body: &[u8]) -> Result<Option<Response>, serde_json::Error> {
     let w: WireResponse = serde_json::from_slice(body)?;
-    Ok(w.method.is_none().then(|| w.into_response()))
+    if w.method.is_some() {
+        return Ok(None);
+    }
+    w.into_response()
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(e.message))
 }
 
 #[cfg(test)]

@@ -4,6 +4,23 @@
 //! bracket depth. The splitter keeps its scan position between calls: bytes that
 //! arrive one at a time are each looked at once (never re-scanned from the start).
 //! Hand-written because no crate splits concatenated JSON incrementally with a cap.
+//!
+//! What a stream gives depends only on its bytes, never on how reads cut it (a
+//! property test feeds the same streams whole, byte by byte and in random pieces):
+//! - **Lead**: whitespace and UTF-8 byte order marks (`EF BB BF`, as some Windows
+//!   clients put before each message) before a value are skipped; they are consumed
+//!   with the value that follows (`Value { start }` points past them). A lead of more
+//!   than `max_frame` bytes is [`Split::TooLarge`].
+//! - **Value**: from `{` or `[` to its matching close, at most `max_frame` bytes; a longer
+//!   one is [`Split::TooLarge`] as soon as `max_frame + 1` bytes of it are seen, whether
+//!   or not its end is already in the buffer.
+//! - **Garbage**: anything else starts a garbage line, skipped through its newline and
+//!   reported once, as one [`Split::Garbage`] with `skip > 0` (`{` inside it starts
+//!   nothing). Its bytes stay in the caller's buffer until the newline comes, so a
+//!   garbage line is capped like a value: more than `max_frame` bytes before its newline
+//!   is [`Split::TooLarge`], in every chunking (the whole line at once included).
+//! - After [`Split::TooLarge`] the stream cannot be resynchronised: every later call
+//!   says `TooLarge` again.
 
 /// What the buffer holds next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,11 +30,15 @@ pub enum Split {
     /// Need more bytes.
     Incomplete,
     /// Bytes that cannot start a request (not `{` or `[`). Consume `skip` bytes (through
-    /// the next newline) to resynchronise; `skip == 0` means no newline yet.
+    /// the next newline) to resynchronise; `skip == 0` means no newline yet (need more
+    /// bytes; nothing to report yet).
     Garbage { skip: usize },
-    /// The value in progress is longer than the cap: the stream cannot be resynchronised.
+    /// The value, garbage line or lead in progress is longer than the cap: the stream
+    /// cannot be resynchronised.
     TooLarge,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 #[derive(Debug, Default)]
 pub struct Splitter {
@@ -32,6 +53,8 @@ pub struct Splitter {
     /// Offset where a garbage line began, while its newline has not arrived: later bytes
     /// are searched from `pos` on, never rescanned, and a `{` in them starts nothing.
     garbage_from: Option<usize>,
+    /// Set once `TooLarge` was answered: it is the answer from then on.
+    too_large: bool,
 }
 
 impl Splitter {
@@ -46,18 +69,17 @@ impl Splitter {
     /// where the previous call stopped. After a `Value` or `Garbage { skip > 0 }`,
     /// the caller consumes bytes from the front and the splitter starts afresh.
     pub fn next(&mut self, buf: &[u8]) -> Split {
+        if self.too_large {
+            return Split::TooLarge;
+        }
         if let Some(at) = self.garbage_from {
             return self.skip_garbage(buf, at);
         }
         if self.start.is_none() {
-            let Some(off) = buf[self.pos..]
-                .iter()
-                .position(|b| !b.is_ascii_whitespace())
-            else {
-                self.pos = buf.len();
-                return Split::Incomplete;
+            let at = match self.skip_lead(buf) {
+                Ok(at) => at,
+                Err(split) => return split,
             };
-            let at = self.pos + off;
             if !matches!(buf[at], b'{' | b'[') {
                 self.pos = at;
                 return self.skip_garbage(buf, at);
@@ -88,10 +110,10 @@ impl Splitter {
                 b'}' | b']' => {
                     self.depth = self.depth.saturating_sub(1);
                     if self.depth == 0 {
-                        self.reset();
                         if i + 1 - start > self.max {
-                            return Split::TooLarge;
+                            return self.too_large();
                         }
+                        self.reset();
                         return Split::Value { start, end: i + 1 };
                     }
                 }
@@ -100,27 +122,59 @@ impl Splitter {
         }
         self.pos = limit;
         if limit - start > self.max {
-            Split::TooLarge
+            self.too_large()
         } else {
             Split::Incomplete
         }
     }
 
-    /// Look for the newline that ends a garbage line begun at `at`, from `pos` on.
+    /// Move past whitespace and byte order marks from `pos` on: `Ok` with the offset of
+    /// the first byte after them, or the answer when the buffer ends first (or the lead
+    /// is over the cap).
+    fn skip_lead(&mut self, buf: &[u8]) -> Result<usize, Split> {
+        let mut i = self.pos;
+        loop {
+            if i > self.max {
+                return Err(self.too_large());
+            }
+            match buf.get(i) {
+                Some(b) if b.is_ascii_whitespace() => i += 1,
+                Some(0xEF) if buf[i..].starts_with(BOM) => i += 3,
+                // A mark cut by the read: wait for the rest before judging it.
+                Some(0xEF) if BOM.starts_with(&buf[i..]) => break,
+                Some(_) => return Ok(i),
+                None => break,
+            }
+        }
+        self.pos = i;
+        Err(Split::Incomplete)
+    }
+
+    /// Look for the newline that ends a garbage line begun at `at`, from `pos` on, among
+    /// the first `max + 1` bytes of the line.
     fn skip_garbage(&mut self, buf: &[u8], at: usize) -> Split {
-        match buf[self.pos..].iter().position(|&b| b == b'\n') {
+        let window = buf.len().min(at.saturating_add(self.max).saturating_add(1));
+        match buf[self.pos.min(window)..window]
+            .iter()
+            .position(|&b| b == b'\n')
+        {
             Some(nl) => {
                 let skip = self.pos + nl + 1;
                 self.reset();
                 Split::Garbage { skip }
             }
-            None if buf.len() - at > self.max => Split::TooLarge,
+            None if buf.len() - at > self.max => self.too_large(),
             None => {
                 self.garbage_from = Some(at);
                 self.pos = buf.len();
                 Split::Garbage { skip: 0 }
             }
         }
+    }
+
+    fn too_large(&mut self) -> Split {
+        self.too_large = true;
+        Split::TooLarge
     }
 
     fn reset(&mut self) {
