@@ -29,8 +29,15 @@ impl Server {
     }
 
     pub fn spawn(args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
-            .args(args)
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rpcmux"));
+        cmd.args(args);
+        Self::spawn_command(cmd, args)
+    }
+
+    /// Start `cmd` (which runs `rpcmux` with `args`, possibly through a wrapper such as
+    /// `prlimit` that execs it, so the child's pid is the server's).
+    pub fn spawn_command(mut cmd: Command, args: &[&str]) -> Server {
+        let mut child = cmd
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -211,4 +218,83 @@ pub fn run_py_with(py: &PathBuf, script: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// The address-space cap (RLIMIT_AS) the hostile tests run the server under, so a
+/// regression that makes it balloon fails the test (allocation failure, abort) instead
+/// of exhausting the machine. A healthy server runs in far less: about 290 MiB of
+/// address space idle (tokio threads and mimalloc's reservations; with a limit of 2 GiB
+/// or more mimalloc reserves a 1 GiB arena up front, so this leaves about 2 GiB usable).
+pub const HOSTILE_AS_LIMIT: u64 = 3 << 30;
+
+/// Open files the server may hold under attack (the tests open up to ~1,300 sockets).
+pub const HOSTILE_NOFILE: u64 = 8192;
+
+impl Server {
+    /// `rpcmux serve --listen 127.0.0.1:0 <extra>` under `prlimit --as=HOSTILE_AS_LIMIT`
+    /// (prlimit execs the server, so the child's pid is the server's own).
+    pub fn start_limited(extra: &[&str]) -> Server {
+        Self::start_with_as_limit(HOSTILE_AS_LIMIT, extra)
+    }
+
+    pub fn start_with_as_limit(as_limit: u64, extra: &[&str]) -> Server {
+        let mut args = vec!["serve"];
+        if !extra.iter().any(|a| *a == "--listen" || *a == "--config") {
+            args.extend(["--listen", "127.0.0.1:0"]);
+        }
+        args.extend_from_slice(extra);
+        let mut cmd = Command::new("prlimit");
+        cmd.arg(format!("--as={as_limit}"))
+            .arg(format!("--nofile={HOSTILE_NOFILE}:{HOSTILE_NOFILE}"))
+            .arg("--")
+            .arg(env!("CARGO_BIN_EXE_rpcmux"))
+            .args(&args);
+        Self::spawn_command(cmd, &args)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A `kB` field of `/proc/<pid>/status` (`VmHWM`, `VmRSS`, ...), in KiB; `None` once
+    /// the process is gone.
+    pub fn status_kib(&self, field: &str) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        status.lines().find_map(|l| {
+            let rest = l.strip_prefix(field)?.strip_prefix(':')?;
+            rest.trim().trim_end_matches("kB").trim().parse().ok()
+        })
+    }
+
+    /// Peak resident set size so far (VmHWM), in MiB; panics (with the log) when the
+    /// server is gone, since a dead server is the failure to report.
+    pub fn peak_rss_mib(&self) -> u64 {
+        self.status_kib("VmHWM")
+            .unwrap_or_else(|| panic!("server process gone; log:\n{}", self.log_tail(40)))
+            / 1024
+    }
+
+    /// Current resident set size (VmRSS), in MiB.
+    pub fn rss_mib(&self) -> u64 {
+        self.status_kib("VmRSS")
+            .unwrap_or_else(|| panic!("server process gone; log:\n{}", self.log_tail(40)))
+            / 1024
+    }
+
+    /// Still running (not exited, not a zombie)?
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The exit status if the server has exited.
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// The last `n` lines of the log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
 }

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""Server memory per connection: RSS of `rpcmux serve` holding 10,000 connections.
+
+Phases, each on a fresh server:
+  idle    10,000 connections that have sent nothing (still sniffing)
+  http    10,000 keep-alive connections after one JSON-RPC/HTTP ping each
+  msgpack 10,000 msgpack-rpc connections after one ping each
+  jsontcp 10,000 raw-TCP JSON-RPC connections after one ping each
+  stomp   10,000 STOMP connections after CONNECT, SUBSCRIBE and one SEND (ping) each
+
+KiB per connection = (RSS with the connections open - RSS before them) / connections.
+The target is at most 16 KiB after a call.
+
+Usage: benches/idle_memory.py [--bin PATH] [--connections N] [--phases idle,http,...]
+Default binary: target/release/rpcmux (build it with `cargo build --release`).
+Stdlib only (python3). Raises its own open-file limit and the server's.
+"""
+
+import argparse
+import os
+import resource
+import selectors
+import socket
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PING_JSON = b'{"jsonrpc":"2.0","method":"ping","id":1}'
+HTTP_PING = (
+    b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+    + str(len(PING_JSON)).encode()
+    + b"\r\n\r\n"
+    + PING_JSON
+)
+# [0, 1, "ping", []]
+MSGPACK_PING = bytes([0x94, 0x00, 0x01, 0xA4]) + b"ping" + bytes([0x90])
+STOMP_PING = (
+    b"CONNECT\naccept-version:1.2\nhost:x\n\n\x00"
+    b"SUBSCRIBE\nid:r\ndestination:jms.topic.vdsm_responses\n\n\x00"
+    b"SEND\ndestination:jms.topic.vdsm_requests\ncontent-length:"
+    + str(len(PING_JSON)).encode()
+    + b"\n\n"
+    + PING_JSON
+    + b"\x00"
+)
+
+# What each phase sends, and a byte string whose arrival means its reply is complete.
+PHASES = {
+    "idle": (b"", None),
+    "http": (HTTP_PING, b'"id":1}'),
+    "msgpack": (MSGPACK_PING, bytes([0xC0, 0xC3])),  # error nil, result true
+    "jsontcp": (PING_JSON + b"\n", b'"id":1}\n'),
+    "stomp": (STOMP_PING, b'"id":1}'),
+}
+
+
+def raise_nofile(n):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = max(soft, n)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, max(hard, want)))
+    except (ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def start_server(binary, n):
+    help_text = subprocess.run([binary, "serve", "--help"], capture_output=True, text=True).stdout
+    args = [
+        binary, "serve", "--listen", "127.0.0.1:0",
+        "--max-connections", str(n + 1000),
+        "--max-sniffing", str(n + 1000),
+        "--sniff-timeout", "600", "--idle-timeout", "600",
+    ]
+    # Per-address caps (issue 11) would refuse 10,000 connections from one address.
+    if "--max-connections-per-ip" in help_text:
+        args += ["--max-connections-per-ip", "0"]
+    if "--max-sniffing-per-ip" in help_text:
+        args += ["--max-sniffing-per-ip", "0"]
+    limit = n + 1000
+
+    def lift():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, max(limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1])))
+
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, preexec_fn=lift)
+    line = p.stdout.readline().decode()
+    if not line.startswith("listening on "):
+        p.kill()
+        sys.exit(f"server did not start: {line!r}")
+    host, port = line.split()[-1].rsplit(":", 1)
+    return p, (host, int(port))
+
+
+def settle_rss(pid):
+    """RSS once it stops moving (the server may still be finishing work)."""
+    last = status_kib(pid, "VmRSS")
+    for _ in range(20):
+        time.sleep(0.25)
+        now = status_kib(pid, "VmRSS")
+        if abs(now - last) < 64:
+            return now
+        last = now
+    return last
+
+
+def run_phase(binary, name, n):
+    request, done = PHASES[name]
+    p, addr = start_server(binary, n)
+    try:
+        # Warm up: one call of each kind, so first-use allocations are not charged to
+        # the connections.
+        for warm in ("http", "msgpack", "jsontcp", "stomp"):
+            req, end = PHASES[warm]
+            s = socket.create_connection(addr, timeout=10)
+            s.sendall(req)
+            got = b""
+            while end not in got:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+            s.close()
+        time.sleep(0.5)
+        before = settle_rss(p.pid)
+        socks = []
+        sel = selectors.DefaultSelector()
+        t0 = time.time()
+        for i in range(n):
+            s = socket.create_connection(addr, timeout=30)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            socks.append(s)
+            if request:
+                s.sendall(request)
+                s.setblocking(False)
+                sel.register(s, selectors.EVENT_READ, [b""])
+        pending = n if request else 0
+        deadline = time.time() + 120
+        while pending and time.time() < deadline:
+            for key, _ in sel.select(timeout=1):
+                try:
+                    chunk = key.fileobj.recv(65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    sel.unregister(key.fileobj)
+                    pending -= 1
+                    print(f"  {name}: a connection was closed", file=sys.stderr)
+                    continue
+                key.data[0] += chunk
+                if done in key.data[0]:
+                    sel.unregister(key.fileobj)
+                    pending -= 1
+        if pending:
+            print(f"  {name}: {pending} calls unanswered", file=sys.stderr)
+        took = time.time() - t0
+        time.sleep(1.0)
+        alive = sum(1 for s in socks if s.fileno() >= 0)
+        after = settle_rss(p.pid)
+        hwm = status_kib(p.pid, "VmHWM")
+        per = (after - before) / n
+        print(
+            f"{name:8} {n} connections ({alive} open, {took:.1f}s): RSS {before / 1024:.1f} -> "
+            f"{after / 1024:.1f} MiB (peak {hwm / 1024:.1f}), {per:.1f} KiB per connection"
+        )
+        for s in socks:
+            s.close()
+        return per
+    finally:
+        p.kill()
+        p.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin", default=os.environ.get("RPCMUX_BIN", os.path.join(ROOT, "target/release/rpcmux")))
+    ap.add_argument("--connections", type=int, default=10_000)
+    ap.add_argument("--phases", default="idle,http,msgpack,jsontcp,stomp")
+    a = ap.parse_args()
+    if not os.path.exists(a.bin):
+        sys.exit(f"{a.bin} not found: cargo build --release (or --bin PATH)")
+    got = raise_nofile(a.connections + 1000)
+    if got < a.connections + 100:
+        sys.exit(f"open-file limit {got} is too low for {a.connections} connections (raise the hard limit)")
+    print(f"binary {a.bin}")
+    results = {}
+    for name in a.phases.split(","):
+        results[name] = run_phase(a.bin, name, a.connections)
+    worst = max(v for k, v in results.items() if k != "idle") if len(results) > 1 else None
+    if worst is not None:
+        verdict = "within" if worst <= 16 else "OVER"
+        print(f"worst after a call: {worst:.1f} KiB per connection ({verdict} the 16 KiB target)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+//! Starvation: two clients loop a ~16 KB gzip body that inflates to a 16 MiB JSON echo
+//! (an 8.4M-element array), which kept both async workers of a 2-core machine busy
+//! parsing. A bystander's pings must all be answered meanwhile, and the server's peak
+//! RSS stay bounded. Latency is not asserted (the machine is noisy): see
+//! benches/hostile_latency.sh for the figures.
+
+mod common;
+#[path = "common/hostile.rs"]
+mod hostile;
+
+use common::*;
+use hostile::*;
+use std::time::Duration;
+
+/// Echos each attacker sends (bounded attack).
+const ROUNDS: usize = 4;
+
+/// Peak RSS bound with two 16 MiB echos at a time (the unfixed server peaked at
+/// 1.24 GB for one).
+const TWO_ECHOS_PEAK_MIB: u64 = 1024;
+
+#[test]
+fn bystander_is_answered_while_two_clients_loop_16_mib_gzip_echos() {
+    let mut srv = Server::start_limited(&[]);
+    let req = echo_ones_request(16 * MIB - 64, 1);
+    let body = std::sync::Arc::new(gzip(&req));
+    eprintln!(
+        "attack body: {} bytes of gzip, {} inflated",
+        body.len(),
+        req.len()
+    );
+    let want_len = req.len() - 64;
+    drop(req);
+
+    let bystander = Bystander::start(ping_http, srv.addr, Duration::from_millis(100), 2000);
+    let attackers: Vec<_> = (0..2)
+        .map(|_| {
+            let (addr, body) = (srv.addr, body.clone());
+            std::thread::spawn(move || -> Result<usize, String> {
+                for round in 0..ROUNDS {
+                    let r = post_within(
+                        addr,
+                        &[JSON, GZIP],
+                        &body,
+                        20 * MIB,
+                        Duration::from_secs(60),
+                    )
+                    .map_err(|e| format!("round {round}: {e}"))?;
+                    if r.status != 200 || r.body.len() < want_len {
+                        return Err(format!(
+                            "round {round}: {} {}",
+                            r.status,
+                            excerpt(&r.body, 200)
+                        ));
+                    }
+                }
+                Ok(ROUNDS)
+            })
+        })
+        .collect();
+    let results: Vec<_> = attackers.into_iter().map(|h| join(h, "attacker")).collect();
+    let seen = bystander.finish();
+    assert_alive(&mut srv, "two looping 16 MiB echos");
+    let mut lat = seen.latencies.clone();
+    lat.sort();
+    if !lat.is_empty() {
+        eprintln!(
+            "bystander ping latency (debug build, not asserted): p50 {:?}, max {:?}, {} pings",
+            lat[lat.len() / 2],
+            lat[lat.len() - 1],
+            lat.len()
+        );
+    }
+    assert_all_answered(&seen, 5, "bystander while two clients loop 16 MiB echos");
+    for (i, r) in results.iter().enumerate() {
+        assert!(
+            r.is_ok(),
+            "attacker {i} (its echos should be answered too): {}",
+            r.as_ref().unwrap_err()
+        );
+    }
+    assert_peak_rss(
+        &mut srv,
+        TWO_ECHOS_PEAK_MIB,
+        "two clients looping 16 MiB echos",
+    );
+}
