@@ -182,3 +182,70 @@ fn keep_alive_and_http10() {
     let (st, _, b) = parse_http(&out);
     assert_eq!((st, json(&b)["result"].clone()), (200, json!(true)));
 }
+
+/// Reads one HTTP response with a Content-Length body from `s`.
+fn read_response(s: &mut std::net::TcpStream) -> (u16, String, Vec<u8>) {
+    let mut raw = Vec::new();
+    let mut byte = [0u8; 1];
+    while !raw.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            s.read(&mut byte).unwrap(),
+            1,
+            "closed inside a response head"
+        );
+        raw.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&raw).to_ascii_lowercase();
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .map(|v| v.trim().parse().unwrap())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).unwrap();
+    raw.extend_from_slice(&body);
+    parse_http(&raw)
+}
+
+#[test]
+fn keep_alive_survives_the_idle_release_of_its_buffers() {
+    // An idle keep-alive connection gives its hyper buffers back after a second; the
+    // next request on it, one arriving in pieces across a release, and two pipelined
+    // requests must all be answered on the same socket.
+    let srv = Server::start(&[]);
+    let mut s = connect(srv.addr);
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let req = |id: u32| {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"echo","params":[{id}],"id":{id}}}"#);
+        format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let check = |s: &mut std::net::TcpStream, id: u32| {
+        let (st, head, body) = read_response(s);
+        assert_eq!(st, 200);
+        assert!(
+            !head.to_ascii_lowercase().contains("connection: close"),
+            "{head}"
+        );
+        assert_eq!(json(&body)["result"], id, "{head}");
+    };
+    s.write_all(req(1).as_bytes()).unwrap();
+    check(&mut s, 1);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    s.write_all(req(2).as_bytes()).unwrap();
+    check(&mut s, 2);
+    let r3 = req(3);
+    let (a, b) = r3.split_at(20);
+    s.write_all(a.as_bytes()).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    s.write_all(b.as_bytes()).unwrap();
+    check(&mut s, 3);
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    s.write_all(format!("{}{}", req(4), req(5)).as_bytes())
+        .unwrap();
+    check(&mut s, 4);
+    check(&mut s, 5);
+}

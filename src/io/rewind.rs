@@ -38,6 +38,10 @@ impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
             let n = self.prefix.len().min(buf.remaining());
             buf.put_slice(&self.prefix[..n]);
             self.prefix.advance(n);
+            if self.prefix.is_empty() {
+                // Let go of the sniff buffer behind it, not keep it for the connection's life.
+                self.prefix = Bytes::new();
+            }
             return Poll::Ready(Ok(()));
         }
         Pin::new(&mut self.inner).poll_read(cx, buf)

@@ -32,15 +32,25 @@ pub enum Parsed {
     Malformed(String),
 }
 
-pub fn parse(buf: &[u8]) -> Parsed {
+pub fn parse(mut buf: &[u8]) -> Parsed {
     // ppp judges a v1 prefix cut inside a token ("PROXY TC") as invalid, so a v1
     // header is handed to it only once its line is complete.
-    if buf.starts_with(b"PROXY") && !buf.iter().take(V1_MAX).any(|&b| b == b'\n') {
-        return if buf.len() < V1_MAX {
-            Parsed::NeedMore
-        } else {
-            Parsed::Malformed(format!("v1: no line end within {V1_MAX} bytes"))
+    if buf.starts_with(b"PROXY") {
+        let Some(lf) = buf.iter().take(V1_MAX).position(|&b| b == b'\n') else {
+            return if buf.len() < V1_MAX {
+                Parsed::NeedMore
+            } else {
+                Parsed::Malformed(format!("v1: no line end within {V1_MAX} bytes"))
+            };
         };
+        // Only the CRLF-ended line goes to ppp: given a line without CR it takes the
+        // whole buffer as the header (for UNKNOWN), so its length would depend on how
+        // many bytes had arrived (found by fuzzing, fuzz/corpus regression
+        // tests/fuzz_regressions/proxy_header).
+        if lf == 0 || buf[lf - 1] != b'\r' {
+            return Parsed::Malformed("v1: the header line does not end in CRLF".to_owned());
+        }
+        buf = &buf[..=lf];
     }
     let result = HeaderResult::parse(buf);
     if result.is_incomplete() {
@@ -179,5 +189,33 @@ mod tests {
         // v1 that never ends within its 107 bytes
         let long = [b"PROXY TCP4 ".as_slice(), &[b'1'; 120]].concat();
         assert!(matches!(parse(&long), Parsed::Malformed(_)));
+        // v1 ending in a bare LF (ppp would take every byte read so far as the header)
+        for bad in [
+            &b"PROXY UNKNOWN\n"[..],
+            b"PROXY UNKNOWN\nGET / HTTP/1.1\r\n",
+        ] {
+            assert!(matches!(parse(bad), Parsed::Malformed(_)));
+        }
+    }
+
+    /// Inputs the fuzzer found (fuzz/fuzz_targets/proxy_header.rs), replayed with its
+    /// checks: a header's length does not depend on the bytes after it.
+    #[test]
+    fn fuzz_regressions() {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fuzz_regressions/proxy_header"
+        );
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let data = std::fs::read(&path).unwrap();
+            if let Parsed::Header(h) = parse(&data) {
+                assert!(h.len <= data.len(), "{path:?}");
+                assert_eq!(parse(&data[..h.len]), Parsed::Header(h), "{path:?}");
+                let mut longer = data[..h.len].to_vec();
+                longer.extend(b"\r\n\r\n\0\r\nQUIT\nPROXY TCP4 ");
+                assert_eq!(parse(&longer), Parsed::Header(h), "{path:?}");
+            }
+        }
     }
 }

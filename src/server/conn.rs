@@ -63,7 +63,8 @@ pub(crate) async fn handle(
         let rewound = Rewind::new(sniffed, io);
         io = match detected {
             Detected::ProxyHeader => {
-                let Some(rest) = crate::proxy::read_header(rewound, &mut info, &shared).await
+                let Some(rest) =
+                    Box::pin(crate::proxy::read_header(rewound, &mut info, &shared)).await
                 else {
                     return;
                 };
@@ -81,7 +82,8 @@ pub(crate) async fn handle(
                 Conn::Layered(Box::new(rest))
             }
             Detected::Tls => {
-                let Some(tls) = crate::tls::handshake(rewound, &mut info, &shared).await else {
+                let Some(tls) = Box::pin(crate::tls::handshake(rewound, &mut info, &shared)).await
+                else {
                     return;
                 };
                 Conn::Layered(Box::new(tls))
@@ -98,12 +100,15 @@ pub(crate) async fn handle(
     }
 }
 
+/// Run the framer. Each is boxed: a connection still sniffing then holds only the small
+/// sniffing state, not room for the largest framer's (an async fn's state is as big as
+/// its biggest await point).
 async fn serve_framer(what: Detected, io: Rewind<Conn>, info: ConnInfo, shared: Arc<Shared>) {
     match what {
-        Detected::Http => transport::http::serve(io, info, shared).await,
-        Detected::JsonTcp => transport::json_tcp::serve(io, info, shared).await,
-        Detected::Msgpack => transport::msgpack::serve(io, info, shared).await,
-        Detected::Stomp => transport::stomp::serve(io, info, shared).await,
+        Detected::Http => Box::pin(transport::http::serve(io, info, shared)).await,
+        Detected::JsonTcp => Box::pin(transport::json_tcp::serve(io, info, shared)).await,
+        Detected::Msgpack => Box::pin(transport::msgpack::serve(io, info, shared)).await,
+        Detected::Stomp => Box::pin(transport::stomp::serve(io, info, shared)).await,
         Detected::ProxyHeader | Detected::Tls => {
             unreachable!("front layers are handled by the loop")
         }

@@ -99,7 +99,9 @@ pub async fn sniff<S: AsyncRead + Unpin>(
             Decision::NeedMore => return Ok(Decision::Unknown),
             d => return Ok(d),
         }
-        buf.reserve(max - buf.len());
+        // Room for what a first packet usually holds, not for `max`: the buffer is kept
+        // (replayed to the framer) and an idle connection should not pin 4 KiB.
+        buf.reserve((max - buf.len()).min(512));
         let n = (&mut *io)
             .take((max - buf.len()) as u64)
             .read_buf(buf)

@@ -12,7 +12,7 @@ use crate::io::{Rewind, Stream};
 use crate::server::ConnInfo;
 use crate::server::Shared;
 use crate::verbs::{CallContext, VerbTable};
-use bytes::{BufMut, BytesMut};
+use bytes::{Buf, BufMut, BytesMut};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_value::RpcError;
 use std::sync::Arc;
@@ -40,6 +40,10 @@ impl Framer for JsonTcp {
             match self.splitter.next(input) {
                 Split::Value { start, end } => {
                     let mut frame = input.split_to(end);
+                    // The newline after a value is not left behind: a connection whose
+                    // input holds only it would look busy and keep its read buffer.
+                    let blank = input.iter().take_while(|b| b.is_ascii_whitespace()).count();
+                    input.advance(blank);
                     let size = frame.len();
                     let (verbs, ctx, bounds) = (self.verbs.clone(), self.ctx.clone(), self.bounds);
                     if size >= heavy::OFFLOAD_AT {

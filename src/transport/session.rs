@@ -224,6 +224,10 @@ pub(crate) async fn drive<R, W, F>(
     tokio::pin!(idle);
     let mut last_input = tokio::time::Instant::now();
     let mut last_reply = last_input;
+    // Since when output has waited without a byte written (None: nothing waits).
+    let mut stalled_since: Option<tokio::time::Instant> = None;
+    let stalled = tokio::time::sleep(opts.idle_timeout);
+    tokio::pin!(stalled);
     let mut tick_every = framer.tick_every();
     let mut ticker = ticker_for(tick_every);
     // Made once and polled across iterations: a fresh `cancelled()` per loop turn
@@ -287,7 +291,9 @@ pub(crate) async fn drive<R, W, F>(
                 tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
                 break;
             }
-            Some(done) = calls.next(), if !calls.is_empty() => {
+            // A finished call's reply is taken only while the unsent output has room: a
+            // reply that does not fit waits in its call rather than piling up here.
+            Some(done) = calls.next(), if !calls.is_empty() && out.len() < opts.max_out => {
                 // Events a call published reach its caller before its reply, as VDSM
                 // sends them (its client's tests depend on the order).
                 while let Ok(ev) = events.try_recv() {
@@ -300,7 +306,11 @@ pub(crate) async fn drive<R, W, F>(
                 }
             }
             r = write_or_flush(&mut wr, &out), if !out.is_empty() || unflushed => match r {
-                Ok(Some(n)) if n > 0 => { out.advance(n); unflushed = true; }
+                Ok(Some(n)) if n > 0 => {
+                    out.advance(n);
+                    unflushed = true;
+                    stalled_since = None;
+                }
                 Ok(None) => unflushed = false,
                 _ => break,
             },
@@ -317,6 +327,21 @@ pub(crate) async fn drive<R, W, F>(
             },
             _ = &mut shutting_down, if reading => reading = false,
             _ = opts.budget.freed(), if wait_for_budget => {}
+            // A peer that stops reading holds its output and its calls: the idle timeout
+            // bounds how long output may wait without a byte written.
+            // (The timer is not moved per write; when it fires it re-arms from the stall's start.)
+            _ = &mut stalled, if !out.is_empty() => match stalled_since {
+                Some(t) if t.elapsed() >= opts.idle_timeout => {
+                    tracing::info!(peer = %opts.peer, unsent = out.len(), "peer stopped reading; closing");
+                    break;
+                }
+                Some(t) => stalled.as_mut().reset(t + opts.idle_timeout),
+                None => {
+                    let now = tokio::time::Instant::now();
+                    stalled_since = Some(now);
+                    stalled.as_mut().reset(now + opts.idle_timeout);
+                }
+            },
             _ = &mut idle, if reading && calls.is_empty() => {
                 let last = last_input.max(last_reply);
                 if last.elapsed() < opts.idle_timeout {
