@@ -1,0 +1,32 @@
+//! The PROXY v1/v2 header parser (`src/proxy/header.rs`, exposed under `--cfg fuzzing`
+//! as `rpcmux::proxy::fuzzing`): never panics; a header never claims more bytes than
+//! given nor more than `MAX_HEADER`; the same header parses from exactly its own bytes
+//! and from any extension of them; every shorter prefix of a header needs more.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use rpcmux::proxy::fuzzing::{parse, Parsed, MAX_HEADER};
+
+fuzz_target!(|data: &[u8]| {
+    let Parsed::Header(h) = parse(data) else {
+        return;
+    };
+    assert!(
+        h.len > 0 && h.len <= data.len() && h.len <= MAX_HEADER,
+        "{h:?} of {} bytes",
+        data.len()
+    );
+    assert_eq!(parse(&data[..h.len]), Parsed::Header(h));
+    let mut longer = data[..h.len].to_vec();
+    longer.extend_from_slice(b"\r\n\r\n\0\r\nQUIT\nPROXY TCP4 ");
+    assert_eq!(parse(&longer), Parsed::Header(h));
+    // Every shorter prefix needs more (checked fully for short headers, sampled otherwise).
+    let step = (h.len / 256).max(1);
+    for i in (0..h.len).step_by(step) {
+        assert_eq!(
+            parse(&data[..i]),
+            Parsed::NeedMore,
+            "prefix {i} of a {}-byte header",
+            h.len
+        );
+    }
+});
