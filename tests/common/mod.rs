@@ -243,11 +243,15 @@ impl Server {
             args.extend(["--listen", "127.0.0.1:0"]);
         }
         args.extend_from_slice(extra);
+        // RPCMUX_HOSTILE_BIN runs the hostile tests against another build (an older
+        // release, say, to check that a test fails without the fix it guards).
+        let bin = std::env::var_os("RPCMUX_HOSTILE_BIN")
+            .unwrap_or_else(|| env!("CARGO_BIN_EXE_rpcmux").into());
         let mut cmd = Command::new("prlimit");
         cmd.arg(format!("--as={as_limit}"))
             .arg(format!("--nofile={HOSTILE_NOFILE}:{HOSTILE_NOFILE}"))
             .arg("--")
-            .arg(env!("CARGO_BIN_EXE_rpcmux"))
+            .arg(bin)
             .args(&args);
         Self::spawn_command(cmd, &args)
     }
