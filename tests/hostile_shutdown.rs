@@ -53,6 +53,12 @@ fn xml_http(addr: SocketAddr, ready: mpsc::Sender<()>) -> Outcome {
 fn json_tcp(addr: SocketAddr, ready: mpsc::Sender<()>) -> Outcome {
     let mut c = Lines::connect_within(addr, Duration::from_secs(15))?;
     c.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":[10000],\"id\":3}\n")?;
+    // A ping answered after the sleep was sent proves the sleep was read (it is running).
+    c.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":30}\n")?;
+    let pong = c.json(64 * KIB).map_err(|e| format!("raw TCP ping: {e}"))?;
+    if pong["id"] != 30 {
+        return Err(format!("raw TCP: wanted the ping's reply, got {pong}"));
+    }
     let _ = ready.send(());
     let v = c.json(64 * KIB).map_err(|e| format!("raw TCP: {e}"))?;
     match (error_code(&v), v["id"].as_i64()) {
@@ -65,6 +71,13 @@ fn msgpack(addr: SocketAddr, ready: mpsc::Sender<()>) -> Outcome {
     let mut m = Msgpack::connect(addr)?;
     m.s.set_read_timeout(Some(Duration::from_secs(15))).unwrap();
     m.call(4, "sleep", &[Value::Int(10000)])?;
+    m.call(40, "ping", &[])?;
+    let (pong, _, _) = m.reply().map_err(|e| format!("msgpack-rpc ping: {e}"))?;
+    if pong != 40 {
+        return Err(format!(
+            "msgpack-rpc: wanted the ping's reply, got msgid {pong}"
+        ));
+    }
     let _ = ready.send(());
     let (id, err, _) = m.reply().map_err(|e| format!("msgpack-rpc: {e}"))?;
     match (id, msgpack_error_code(&err)) {
@@ -87,6 +100,11 @@ fn stomp(addr: SocketAddr, ready: mpsc::Sender<()>) -> Outcome {
         return Err(format!("STOMP: wanted RECEIPT, got {f:?}"));
     }
     s.call(jsonrpc("sleep", "[10000]", "\"5\""), None)?;
+    s.call(jsonrpc("ping", "[]", "\"50\""), None)?;
+    let pong = frame_json(&s.frame().map_err(|e| format!("STOMP ping: {e}"))?)?;
+    if pong["id"] != "50" {
+        return Err(format!("STOMP: wanted the ping's reply, got {pong}"));
+    }
     let _ = ready.send(());
     let f = s.frame().map_err(|e| format!("STOMP: {e}"))?;
     if f.command != Command::Message {
@@ -121,8 +139,9 @@ fn calls_cut_by_the_shutdown_deadline_get_an_error_in_each_protocol() {
         rx.recv_timeout(Duration::from_secs(10))
             .expect("every caller sent its sleep");
     }
-    // The requests are written; give the server a moment to start the calls.
-    std::thread::sleep(Duration::from_millis(700));
+    // The stream callers' sleeps are running (a later ping was answered); the HTTP ones
+    // are written: give the server a moment to read them.
+    std::thread::sleep(Duration::from_secs(1));
     let t = Instant::now();
     srv.sigterm();
     let mut failures = Vec::new();
