@@ -163,7 +163,8 @@ def run_phase(binary, name, n):
         if pending:
             print(f"  {name}: {pending} calls unanswered", file=sys.stderr)
         took = time.time() - t0
-        time.sleep(1.0)
+        # HTTP connections give their buffers back after 1-2 s idle (see docs/limits.md).
+        time.sleep(3.0)
         alive = sum(1 for s in socks if s.fileno() >= 0)
         after = settle_rss(p.pid)
         hwm = status_kib(p.pid, "VmHWM")

@@ -102,6 +102,8 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
             continue;
         }
         partial_since = None;
+        // An empty `Bytes` from hyper still owns its 8 KiB read buffer: let it go now.
+        drop(rest);
         let mut first = BytesMut::with_capacity(512);
         let next = tokio::select! {
             _ = shared.shutdown.cancelled() => return,
@@ -164,6 +166,7 @@ async fn serve_until_idle<S: Stream>(
                     let _ = io.shutdown().await;
                     return None;
                 }
+                tracing::trace!(peer = %info.peer, "idle HTTP connection released its buffers");
                 let parts = conn.into_parts();
                 // Bytes hyper read come before any it had not yet read from the rewind.
                 let (unread, io) = parts.io.into_inner().into_parts();

@@ -370,7 +370,9 @@ pub(crate) async fn drive<R, W, F>(
 /// the error reply (STOMP ERROR, JSON-RPC error line) still in flight to the client.
 async fn linger<R: AsyncRead + Unpin>(rd: &mut R) {
     const MAX_DRAIN: usize = 256 * 1024;
-    let mut sink = [0u8; 8192];
+    // On the heap, and only now: an array here would be part of every connection's
+    // future for its whole life (it made each stream connection 8 KiB bigger).
+    let mut sink = vec![0u8; 8192];
     let mut drained = 0;
     let drain = async {
         while drained < MAX_DRAIN {
