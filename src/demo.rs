@@ -163,7 +163,7 @@ fn publish_status(ctx: &crate::CallContext, id: &str, status: &str) {
     let mut inner = Map::default();
     inner.insert("status".into(), status.into());
     let mut params = Map::default();
-    params.insert(id.to_owned(), Value::Struct(inner));
+    params.insert(id.to_owned(), Value::Struct(Box::new(inner)));
     ctx.events.publish(&format!("|virt|VM_status|{id}"), params);
 }
 

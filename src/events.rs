@@ -149,7 +149,7 @@ impl EventHub {
         params.insert("notify_time".into(), Value::Int(now));
         let event = Arc::new(Event {
             name: name.to_owned(),
-            params: Value::Struct(params),
+            params: Value::Struct(Box::new(params)),
         });
         let mut delivered = 0;
         let mut too_slow = Vec::new();

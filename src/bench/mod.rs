@@ -265,7 +265,7 @@ fn in_order(a: &Value, b: &Value) -> bool {
         (Value::Struct(x), Value::Struct(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .zip(y)
+                    .zip(y.iter())
                     .all(|((ka, va), (kb, vb))| eq_bytes(ka, kb) && in_order(va, vb))
         }
         (Value::Array(x), Value::Array(y)) => {

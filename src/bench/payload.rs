@@ -74,7 +74,7 @@ impl Payload {
         let params = match v.get("params").cloned() {
             None => Params::default(),
             Some(Value::Array(a)) => Params::Positional(a),
-            Some(Value::Struct(m)) => Params::Named(m),
+            Some(Value::Struct(m)) => Params::Named(*m),
             Some(other) => {
                 return Err(format!(
                     "payload {spec}: params must be an array or object, not {}",

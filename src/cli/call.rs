@@ -142,7 +142,7 @@ fn read_file(path: &PathBuf) -> Result<String, String> {
 fn params_from_json(text: &str) -> Result<Params, String> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Array(a)) => Ok(Params::Positional(a)),
-        Ok(Value::Struct(m)) => Ok(Params::Named(m)),
+        Ok(Value::Struct(m)) => Ok(Params::Named(*m)),
         Ok(other) => Err(format!(
             "params file must hold a JSON array or object, not {}",
             other.type_name()

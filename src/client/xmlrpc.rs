@@ -12,7 +12,9 @@ pub(crate) fn write_call(method: &str, params: &Params) -> Result<Vec<u8>, Clien
         ));
     };
     let mut out = Vec::with_capacity(256);
-    rpcmux_xmlrpc::write_call(&mut out, method, params);
+    // A string XML 1.0 cannot carry is refused here, not sent for the server to refuse.
+    rpcmux_xmlrpc::try_write_call(&mut out, method, params)
+        .map_err(|e| ClientError::Unsupported(e.message))?;
     Ok(out)
 }
 

@@ -114,7 +114,7 @@ impl<'de> Visitor<'de> for CheckedVisitor {
             out.insert(k, c.value);
         }
         Ok(Checked {
-            value: Value::Struct(out),
+            value: Value::Struct(Box::new(out)),
             doubt,
         })
     }

@@ -224,7 +224,7 @@ fn validate(w: Wire, text: &[u8]) -> Result<Request, Failed> {
     }
     let params = match value {
         Value::Array(a) => Params::Positional(a),
-        Value::Struct(m) => Params::Named(m),
+        Value::Struct(m) => Params::Named(*m),
         _ => {
             let e = RpcError::invalid_request("\"params\" must be an array or an object");
             return Err(fail(id, e));

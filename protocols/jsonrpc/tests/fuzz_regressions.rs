@@ -35,7 +35,7 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Struct(x), Value::Struct(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .zip(y)
+                    .zip(y.iter())
                     .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
         }
         _ => a == b,
@@ -55,7 +55,7 @@ fn jsonrpc_roundtrip() {
         for req in reqs.into_iter().flatten() {
             let v = match req.params {
                 Params::Positional(v) => Value::Array(v),
-                Params::Named(m) => Value::Struct(m),
+                Params::Named(m) => Value::Struct(Box::new(m)),
             };
             let mut out = Vec::new();
             write_result(&mut out, &Id::Null, &v);

@@ -246,7 +246,7 @@ impl<'a> Reader<'a> {
             // A repeated key keeps its first position and takes the last value.
             out.insert(k, v);
         }
-        Ok(Value::Struct(out))
+        Ok(Value::Struct(Box::new(out)))
     }
 
     /// A map key as a struct member name. Python dicts often have int keys; those and

@@ -36,7 +36,7 @@ pub fn write_value<B: BufMut>(out: &mut B, v: &Value) -> Result<(), EncodeError>
         }
         Value::Struct(map) => {
             put_map_len(out, map.len())?;
-            for (k, item) in map {
+            for (k, item) in map.iter() {
                 put_str(out, k)?;
                 write_value(out, item)?;
             }

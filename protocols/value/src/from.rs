@@ -51,7 +51,7 @@ impl From<Vec<Value>> for Value {
 }
 impl From<Map> for Value {
     fn from(v: Map) -> Self {
-        Value::Struct(v)
+        Value::Struct(Box::new(v))
     }
 }
 impl From<()> for Value {
@@ -143,7 +143,7 @@ impl TryFrom<Value> for Map {
     type Error = TypeMismatch;
     fn try_from(v: Value) -> Result<Self, Self::Error> {
         match v {
-            Value::Struct(m) => Ok(m),
+            Value::Struct(m) => Ok(*m),
             other => Err(mismatch("struct", &other)),
         }
     }

@@ -32,7 +32,7 @@ impl Serialize for Value {
             }
             Value::Struct(m) => {
                 let mut map = s.serialize_map(Some(m.len()))?;
-                for (k, v) in m {
+                for (k, v) in m.iter() {
                     map.serialize_entry(k, v)?;
                 }
                 map.end()
@@ -115,7 +115,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
             let v = map.next_value()?;
             out.insert(k, v);
         }
-        Ok(Value::Struct(out))
+        Ok(Value::Struct(Box::new(out)))
     }
 }
 

@@ -93,7 +93,7 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
             cur.expect_close(Tag::Value)?;
             done = stack.pop().map(|frame| match frame {
                 Frame::Array(items) => Value::Array(items),
-                Frame::Struct(map, _) => Value::Struct(map),
+                Frame::Struct(map, _) => Value::Struct(Box::new(map)),
             });
         }
     }
@@ -215,7 +215,7 @@ mod tests {
             Value::Array(vec![
                 inner,
                 Value::Array(vec![]),
-                Value::Struct(Map::default())
+                Value::Struct(Box::default())
             ])
         );
         let keys: Vec<_> = v.as_array().unwrap()[0]

@@ -100,7 +100,7 @@ fn value(out: &mut Vec<u8>, v: &Value) -> Option<char> {
         }
         Value::Struct(map) => {
             out.extend_from_slice(b"<struct>");
-            for (name, item) in map {
+            for (name, item) in map.iter() {
                 out.extend_from_slice(b"<member><name>");
                 bad = bad.or(escape_into(out, name));
                 out.extend_from_slice(b"</name>");

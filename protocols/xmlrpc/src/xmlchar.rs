@@ -99,7 +99,7 @@ pub fn check_xml_chars(v: &Value) -> Result<(), RpcError> {
             Value::String(s) => check(s)?,
             Value::Array(items) => todo.extend(items),
             Value::Struct(m) => {
-                for (k, item) in m {
+                for (k, item) in m.iter() {
                     check(k)?;
                     todo.push(item);
                 }

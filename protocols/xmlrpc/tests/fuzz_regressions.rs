@@ -35,7 +35,7 @@ fn same(a: &Value, b: &Value) -> bool {
         (Value::Struct(x), Value::Struct(y)) => {
             x.len() == y.len()
                 && x.iter()
-                    .zip(y)
+                    .zip(y.iter())
                     .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
         }
         _ => a == b,

@@ -60,7 +60,7 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
             for _ in 0..rng.usize(..5) {
                 m.insert(string(rng), value(rng, depth - 1));
             }
-            Value::Struct(m)
+            Value::Struct(Box::new(m))
         }
     }
 }
@@ -186,7 +186,7 @@ fn forbidden_characters_never_round_trip_silently() {
             _ => {
                 let mut m = Map::default();
                 m.insert(s, v);
-                Value::Struct(m)
+                Value::Struct(Box::new(m))
             }
         };
         let want = format!("(U+{:04X})", u32::from(c));
