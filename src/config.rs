@@ -85,7 +85,7 @@ impl Default for Limits {
             max_batch: 1_000,
             max_reply: 32 << 20,
             max_in_flight_bytes: 16 << 20,
-            max_total_in_flight_bytes: 64 << 20,
+            max_total_in_flight_bytes: 32 << 20,
             body_timeout: 30.0,
             min_body_rate: 4_096,
             max_subscriptions: 64,
