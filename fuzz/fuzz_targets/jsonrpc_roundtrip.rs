@@ -48,7 +48,7 @@ fn request_round_trip(req: &Request) {
     }
     let as_value = match &req.params {
         Params::Positional(v) => Value::Array(v.clone()),
-        Params::Named(m) => Value::Struct(m.clone()),
+        Params::Named(m) => Value::Struct(Box::new(m.clone())),
     };
     result_round_trip(req.id.as_ref().unwrap_or(&Id::Null), &as_value);
 }

@@ -1,6 +1,6 @@
 //! Helpers shared by the fuzz targets (see docs/fuzzing.md).
 
-use rpcmux_value::{Params, RpcError, Value};
+use rpcmux_value::{Map, Params, RpcError, Value};
 
 /// Structural equality where doubles compare by bit pattern, except that any NaN equals
 /// any NaN (so `Value::Double(NaN)` round-trips, and `-0.0` must stay `-0.0`).
@@ -10,14 +10,17 @@ pub fn same_value(a: &Value, b: &Value) -> bool {
             (x.is_nan() && y.is_nan()) || x.to_bits() == y.to_bits()
         }
         (Value::Array(x), Value::Array(y)) => same_values(x, y),
-        (Value::Struct(x), Value::Struct(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y.iter())
-                    .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
-        }
+        (Value::Struct(x), Value::Struct(y)) => same_map(x, y),
         _ => a == b,
     }
+}
+
+/// Struct members: the same names in the same order, with the same values.
+pub fn same_map(x: &Map, y: &Map) -> bool {
+    x.len() == y.len()
+        && x.iter()
+            .zip(y.iter())
+            .all(|((ka, va), (kb, vb))| ka == kb && same_value(va, vb))
 }
 
 pub fn same_values(a: &[Value], b: &[Value]) -> bool {
@@ -27,9 +30,7 @@ pub fn same_values(a: &[Value], b: &[Value]) -> bool {
 pub fn same_params(a: &Params, b: &Params) -> bool {
     match (a, b) {
         (Params::Positional(x), Params::Positional(y)) => same_values(x, y),
-        (Params::Named(x), Params::Named(y)) => {
-            same_value(&Value::Struct(x.clone()), &Value::Struct(y.clone()))
-        }
+        (Params::Named(x), Params::Named(y)) => same_map(x, y),
         _ => false,
     }
 }
