@@ -24,14 +24,14 @@ fn held_batch(n: usize) -> Vec<u8> {
 }
 
 /// Peak RSS bound while 32 such batches run, however many connections carry them: 32
-/// MiB of JSON on the wire, whose echo arguments decode to 512K `Value`s of 64 bytes
-/// each (32 MiB per batch, 32x the text). The unfixed server peaked at ~1.15 GiB (1,155
-/// MiB on one connection, 1,185 on 32; release build). The server of 27ddd34 (debug):
-/// ~590 MiB on one connection, where `max_in_flight_bytes` (16 MiB) admits 16 batches at
-/// once, and ~1,190 MiB on 32 connections, where 32 MiB is under the 64 MiB process
-/// budget and all 32 parses finish before any reply is encoded, so every decoded tree is
-/// alive at once. The bound is the one-connection figure with 30% margin.
-const HELD_BATCHES_PEAK_MIB: u64 = 768;
+/// MiB of JSON on the wire, whose echo arguments decode to 512K `Value`s of 32 bytes
+/// each (16 MiB per batch, 16x the text). The unfixed server (804be2d) peaked at 1.1-1.24
+/// GiB (1,155 MiB on one connection, 1,185 on 32 in debug; 1,099 and 1,239 in release).
+/// Measured at ed5c801: ~310-330 MiB on one connection (`max_in_flight_bytes`, 16 MiB,
+/// admits 16 batches at once) and 617-649 MiB on 32 connections (32 MiB is under the 64
+/// MiB process budget, so all 32 decoded trees can be alive at once), debug and release
+/// alike. The bound is the 32-connection figure with ~40% margin.
+const HELD_BATCHES_PEAK_MIB: u64 = 896;
 
 /// How long an attacker waits for a batch's reply: its sleep is 20 s, and a connection
 /// past `max_in_flight_bytes` has its later batches start only as earlier ones finish.
@@ -110,11 +110,11 @@ fn held_batches_on_32_connections_keep_memory_bounded() {
     held_batches(32, "32 held 1 MiB batches on 32 connections");
 }
 
-/// Peak RSS bound for one 16 MiB JSON echo (an 8.4M-element array of 1s) over HTTP. The
-/// floor with today's 64-byte `Value` is ~550 MiB (the 512 MiB array, the 16 MiB body and
-/// the 16 MiB reply); the bound leaves 40% over it for allocator and vector-growth slack.
-/// The unfixed server peaked at 1.24 GB in the issue (1,080 MiB release, 820 MiB debug
-/// here); the server of 27ddd34 still peaks at ~830 MiB (debug).
+/// Peak RSS bound for one 16 MiB JSON echo (an 8.4M-element array of 1s) over HTTP: the
+/// body (16 MiB), the decoded array (8.4M `Value`s of 32 bytes: 256 MiB), the reply (16
+/// MiB), and allocator and vector-growth slack. The unfixed server peaked at 1.24 GB in
+/// the issue (here 820 MiB debug, 843-1,080 MiB release, with 64-byte `Value`s); at
+/// ed5c801 it peaks at ~440 MiB (debug) and ~566 MiB (release).
 const ECHO_16_MIB_PEAK_MIB: u64 = 768;
 
 #[test]

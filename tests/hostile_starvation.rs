@@ -16,8 +16,9 @@ use std::time::Duration;
 const ROUNDS: usize = 4;
 
 /// Peak RSS bound with two 16 MiB echos at a time: twice the one-echo bound of
-/// tests/hostile_memory.rs (768 MiB; the unfixed server peaked at 1.24 GB for one, and
-/// the server of 27ddd34 at ~1,370 MiB for two, debug).
+/// tests/hostile_memory.rs (768 MiB). The unfixed server peaked at 1.24 GB for one and
+/// ~2 GiB for two (release); at ed5c801 two take ~870 MiB (debug), 1,040-1,310 MiB
+/// (release, where the two overlap more).
 const TWO_ECHOS_PEAK_MIB: u64 = 1536;
 
 #[test]
