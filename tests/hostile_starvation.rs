@@ -87,3 +87,57 @@ fn bystander_is_answered_while_two_clients_loop_16_mib_gzip_echos() {
         "two clients looping 16 MiB echos",
     );
 }
+
+/// One client (127.0.0.2) parks requests larger than the whole process budget
+/// (`max_total_in_flight_bytes`, 32 MiB) in `sleep` calls: three raw-TCP connections,
+/// each one 12 MiB batch `[sleep(20000), echo("xxx...")]`. The budget exists to bound
+/// memory; it must not become a switch one client can flip to stall everyone else's
+/// small calls for as long as its own calls run. A bystander from 127.0.0.1 pings over
+/// raw TCP and HTTP meanwhile; every ping must be answered.
+#[test]
+fn a_client_spending_the_process_budget_does_not_stall_other_clients() {
+    let mut srv = Server::start_limited(&[]);
+    let attacker = std::net::IpAddr::from([127, 0, 0, 2]);
+    let big = "x".repeat(12 * MIB);
+    let frame = format!(
+        "[{{\"jsonrpc\":\"2.0\",\"method\":\"sleep\",\"params\":[20000],\"id\":\"s\"}},{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":\"e\"}}]\n"
+    );
+    drop(big);
+    let mut held = Vec::new();
+    for i in 0..3 {
+        let s = dial_from(attacker, srv.addr, ANSWER_TIMEOUT)
+            .unwrap_or_else(|e| panic!("attacker connection {i}: {e}"));
+        let mut l = Lines::over(s);
+        l.send(frame.as_bytes())
+            .unwrap_or_else(|e| panic!("attacker frame {i}: {e}"));
+        held.push(l);
+    }
+    drop(frame);
+    // Let the server read and start all three (36 MiB held for 20 s).
+    std::thread::sleep(Duration::from_secs(2));
+    let tcp = Bystander::start(ping_tcp, srv.addr, Duration::from_millis(200), 15);
+    let http = Bystander::start(ping_http, srv.addr, Duration::from_millis(200), 15);
+    let (tcp, http) = (
+        tcp.finish_after(Duration::from_secs(8)),
+        http.finish_after(Duration::from_secs(8)),
+    );
+    assert_alive(&mut srv, "budget held by one client");
+    drop(held);
+    eprintln!(
+        "HTTP bystander: {} answered, {} failed; raw TCP: {} answered, {} failed",
+        http.ok,
+        http.failed.len(),
+        tcp.ok,
+        tcp.failed.len()
+    );
+    assert_all_answered(
+        &tcp,
+        3,
+        "raw-TCP bystander while another client holds the budget",
+    );
+    assert_all_answered(
+        &http,
+        3,
+        "HTTP bystander while another client holds the budget",
+    );
+}

@@ -621,6 +621,15 @@ impl Bystander {
         self.seen.lock().unwrap().clone()
     }
 
+    /// Let it run for up to `within` (or until its `max_calls` are done), then stop it.
+    pub fn finish_after(self, within: Duration) -> Seen {
+        let end = Instant::now() + within;
+        while Instant::now() < end && !self.thread.as_ref().is_some_and(|t| t.is_finished()) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.finish()
+    }
+
     /// Stop and return what was seen (the thread ends within one call's timeout).
     pub fn finish(mut self) -> Seen {
         self.stop.store(true, Ordering::Relaxed);
