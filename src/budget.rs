@@ -2,10 +2,15 @@
 //! (`max_total_in_flight_bytes`).
 //!
 //! A decoded request costs several times its wire size while its call runs (a JSON
-//! array of small integers becomes a tree ~30x its text), so the bytes of requests in
+//! array of small integers becomes a tree ~16x its text), so the bytes of requests in
 //! flight are what bound the server's memory. Every HTTP body being read and every
-//! stream call in flight is charged here; while the budget is spent, HTTP bodies stop
-//! being read and stream connections stop being decoded, until calls finish.
+//! stream call in flight is charged here.
+//!
+//! Two lanes keep one client's large requests from stalling everyone's small ones:
+//! requests of any size may charge up to `total`; requests of at most [`SMALL`] bytes
+//! may go on up to `total + total / 4` (the reserve). So while large requests hold the
+//! whole budget, large requests wait, and pings, small calls and small HTTP bodies go
+//! on; the memory bound is `total * 5 / 4` of request bytes.
 //!
 //! Charges are taken after a frame is seen (its size is known only then), so the budget
 //! can be overdrawn by at most one frame per connection decoding at that instant; the
@@ -13,11 +18,17 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Notify;
+
+/// Requests up to this size use the reserve (the same size above which decoding moves
+/// off the I/O threads: see `heavy`).
+pub(crate) const SMALL: usize = 64 * 1024;
 
 pub(crate) struct Budget {
     used: AtomicUsize,
     total: usize,
+    reserve: usize,
     freed: Notify,
 }
 
@@ -29,18 +40,26 @@ pub(crate) struct Charge {
 
 impl Budget {
     pub fn new(total: usize) -> Arc<Budget> {
+        let total = total.max(1);
         Arc::new(Budget {
             used: AtomicUsize::new(0),
-            total: total.max(1),
+            total,
+            reserve: total / 4,
             freed: Notify::new(),
         })
     }
 
-    /// Is there room for more work? An empty budget always has room, so a single
-    /// request larger than the whole budget still runs (alone).
+    /// Is there room for a request of any size? An empty budget always has room, so a
+    /// single request larger than the whole budget still runs (alone).
     pub fn has_room(&self) -> bool {
+        self.room_for(usize::MAX, 0)
+    }
+
+    /// Is there room for a request of `bytes` bytes, `own` of which it already holds?
+    /// (A request that holds everything charged has room, as if alone.)
+    pub fn room_for(&self, bytes: usize, own: usize) -> bool {
         let used = self.used.load(Ordering::Relaxed);
-        used == 0 || used < self.total
+        used <= own || used < self.total || (bytes <= SMALL && used < self.total + self.reserve)
     }
 
     /// Charge `bytes` now, whatever the balance (see the module doc).
@@ -52,19 +71,21 @@ impl Budget {
         }
     }
 
-    /// Wait until some charge is given back (then check [`Budget::has_room`] again).
+    /// Wait until some charge is given back (then check the room again). Returns after
+    /// at most 50 ms regardless: a waiter that checked the balance just before the
+    /// last charge was given back would otherwise miss its wake-up.
     pub async fn freed(&self) {
-        self.freed.notified().await
+        let _ = tokio::time::timeout(Duration::from_millis(50), self.freed.notified()).await;
     }
 
-    /// Wait for room, then charge `bytes`.
+    /// Wait for room for `bytes`, then charge them.
     pub async fn take(self: &Arc<Self>, bytes: usize) -> Charge {
         loop {
             let freed = self.freed.notified();
-            if self.has_room() {
+            if self.room_for(bytes, 0) {
                 return self.charge(bytes);
             }
-            freed.await;
+            let _ = tokio::time::timeout(Duration::from_millis(50), freed).await;
         }
     }
 
@@ -111,5 +132,20 @@ mod tests {
         drop(big);
         assert_eq!(waiter.await.unwrap(), 10);
         assert_eq!(b.used(), 0);
+    }
+
+    #[tokio::test]
+    async fn small_requests_use_the_reserve_while_large_ones_hold_the_budget() {
+        let b = Budget::new(400 * 1024);
+        let _large = b.take(400 * 1024).await;
+        assert!(!b.has_room(), "large requests wait");
+        assert!(b.room_for(SMALL, 0), "a small one goes on");
+        let _small = b.take(SMALL).await;
+        let _more = b.take(SMALL).await;
+        assert!(!b.room_for(SMALL, 0), "the reserve (100 KiB) is spent too");
+        assert!(
+            b.room_for(usize::MAX, b.used()),
+            "a request holding all is alone"
+        );
     }
 }

@@ -52,7 +52,7 @@ pub struct Limits {
     pub max_sniffing_per_ip: usize,
     /// JSON-RPC batch members and `system.multicall` calls per request (-32600 past it).
     pub max_batch: usize,
-    /// Encoded reply cap in bytes: a bigger reply is replaced by an error (-32603).
+    /// Encoded reply cap in bytes: a bigger reply is replaced by an error (-32003).
     pub max_reply: usize,
     /// Request bytes of calls in flight on one connection; past it the connection is
     /// not read until calls finish (one call may always run, however large).

@@ -31,8 +31,8 @@ fn held_batch(n: usize) -> Vec<u8> {
 /// admits 16 batches at once) and 617-649 MiB on 32 connections (all 32 decoded trees
 /// alive at once), debug and release alike. The bound is the 32-connection figure with
 /// ~40% margin. Since bbf6c75 the process budget is 32 MiB, which these 32 batches
-/// (33.56 MB) just exceed once all are running: the bystander's pings then wait for
-/// the budget (see hostile_starvation.rs).
+/// (33.56 MB) just exceed once all are running: the bystander's pings then run in the
+/// budget's small-request reserve (see hostile_starvation.rs).
 const HELD_BATCHES_PEAK_MIB: u64 = 896;
 
 /// How long an attacker waits for a batch's reply: its sleep is 20 s, and a connection

@@ -48,8 +48,10 @@ pub(crate) async fn collect(
     // The declared length is trusted only up to 64 KiB ahead of the bytes themselves.
     let first = declared.map_or(0, |n| n as usize).min(64 * 1024);
     let mut buf = BytesMut::with_capacity(first);
+    // A body declared small takes the small lane (see `budget`).
     let mut charge = budget.take(first.max(1)).await;
     let start = Instant::now();
+    let mut waited = Duration::ZERO;
     loop {
         let frame = match tokio::time::timeout(limits.gap, body.frame()).await {
             Err(_) => {
@@ -73,12 +75,18 @@ pub(crate) async fn collect(
         buf.extend_from_slice(&data);
         drop(data);
         if buf.len() > charge.bytes() {
-            if !budget.has_room() {
-                budget.freed().await;
+            // A body past `SMALL` bytes waits while large requests hold the budget.
+            if !budget.room_for(buf.len(), charge.bytes()) {
+                let wait = Instant::now();
+                while !budget.room_for(buf.len(), charge.bytes()) {
+                    budget.freed().await;
+                }
+                // Time spent waiting on the server is not the client's slowness.
+                waited += wait.elapsed();
             }
             charge.grow(buf.len() - charge.bytes());
         }
-        let elapsed = start.elapsed();
+        let elapsed = start.elapsed().saturating_sub(waited);
         if elapsed > limits.gap
             && (buf.len() as f64) < limits.min_rate as f64 * elapsed.as_secs_f64()
         {

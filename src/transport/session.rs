@@ -7,7 +7,7 @@
 //! driver stops reading, so a client that floods or never reads gets backpressure
 //! instead of growing the server's memory (VDSM's queues were unbounded).
 
-use crate::budget::Budget;
+use crate::budget::{Budget, SMALL};
 use crate::events::Event;
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
@@ -200,6 +200,19 @@ async fn write_or_flush<W: AsyncWrite + Unpin>(
     }
 }
 
+/// Read into `input`, at most `limit` bytes (`usize::MAX`: as much as fits).
+async fn read_some<R: AsyncRead + Unpin>(
+    rd: &mut R,
+    input: &mut BytesMut,
+    limit: usize,
+) -> std::io::Result<usize> {
+    if limit == usize::MAX {
+        rd.read_buf(input).await
+    } else {
+        rd.take(limit as u64).read_buf(input).await
+    }
+}
+
 async fn next_event(rx: &mut mpsc::Receiver<Arc<Event>>) -> Option<Arc<Event>> {
     rx.recv().await
 }
@@ -243,8 +256,13 @@ pub(crate) async fn drive<R, W, F>(
         // always run, however large), and in the process-wide budget.
         let room_for_calls = calls.len() < opts.max_in_flight
             && (calls.is_empty() || calls.bytes < opts.max_in_flight_bytes);
-        let budget_spent = !opts.budget.has_room();
-        if reading && room_for_calls && !budget_spent && !input.is_empty() {
+        // While large requests hold the process budget, a connection may still buffer
+        // and decode up to `SMALL` bytes: a frame complete within them is small and
+        // takes the reserve; one that is not waits for the budget (see `budget`).
+        let big_room = opts.budget.has_room();
+        let small_room = !big_room && opts.budget.room_for(SMALL, 0);
+        let may_decode = big_room || (small_room && input.len() <= SMALL);
+        if reading && room_for_calls && may_decode && !input.is_empty() {
             // One call per decode: each call's bytes are known and checked before the next.
             let room = 1;
             let before = (input.len(), calls.len());
@@ -274,7 +292,13 @@ pub(crate) async fn drive<R, W, F>(
             tick_every = framer.tick_every();
             ticker = ticker_for(tick_every);
         }
-        let can_read = reading && room_for_calls && !budget_spent && out.len() < opts.max_out;
+        let may_read = big_room || (small_room && input.len() < SMALL);
+        let can_read = reading && room_for_calls && may_read && out.len() < opts.max_out;
+        let read_limit = if big_room {
+            usize::MAX
+        } else {
+            SMALL - input.len().min(SMALL)
+        };
         let want_room = if idle_now { IDLE_READ_ROOM } else { READ_ROOM };
         if can_read && input.capacity() - input.len() < want_room {
             // A codec reserves only what its next frame still needs; reading into just
@@ -284,7 +308,7 @@ pub(crate) async fn drive<R, W, F>(
             // still grows only as far as the framer's frame limit allows.
             input.reserve(want_room);
         }
-        let wait_for_budget = reading && budget_spent;
+        let wait_for_budget = reading && !big_room;
         tokio::select! {
             biased;
             _ = &mut killed => {
@@ -315,7 +339,7 @@ pub(crate) async fn drive<R, W, F>(
                 _ => break,
             },
             Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => framer.event(&ev, &mut out),
-            r = rd.read_buf(&mut input), if can_read => match r {
+            r = read_some(&mut rd, &mut input, read_limit), if can_read => match r {
                 Ok(0) => reading = false,
                 // The idle timer is not reset here (a timer-wheel move per read); when it
                 // fires, it re-arms from the last input if there was any since.
