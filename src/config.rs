@@ -58,7 +58,8 @@ pub struct Limits {
     /// not read until calls finish (one call may always run, however large).
     pub max_in_flight_bytes: usize,
     /// Request bytes of calls in flight in the whole process, HTTP bodies being read
-    /// included; past it new requests wait.
+    /// included; past it requests over 64 KiB wait, and smaller ones go on in a reserve of
+    /// a quarter more (see docs/limits.md).
     pub max_total_in_flight_bytes: usize,
     /// Seconds an HTTP body may go without a byte arriving (nginx's client_body_timeout).
     pub body_timeout: f64,
