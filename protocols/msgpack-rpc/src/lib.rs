@@ -72,6 +72,7 @@
 //! tags and [`bytes::BufMut`]; no serde and no intermediate values. Output is byte-identical
 //! to Python's `msgpack.packb` for the same data.
 
+mod call;
 mod codec;
 mod decode;
 mod encode;
@@ -82,6 +83,7 @@ mod message;
 mod scan;
 mod timestamp;
 
+pub use call::{params_len, read_params, split_call, SplitCall};
 pub use codec::{parse_framed, Framed, MsgpackRpcCodec};
 pub use decode::read_value;
 pub use encode::write_value;

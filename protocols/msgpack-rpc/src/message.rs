@@ -245,7 +245,7 @@ pub(crate) fn parse_message(frame: &[u8]) -> Result<Message, CodecError> {
 
 /// The msgid of a request or response: a u32. Anything else is fatal, since a reply must
 /// carry the request's msgid and there is none to carry (see the crate docs).
-fn msgid(r: &mut Reader<'_>, what: &str) -> Result<u32, CodecError> {
+pub(crate) fn msgid(r: &mut Reader<'_>, what: &str) -> Result<u32, CodecError> {
     match r.value(FRAMED) {
         Ok(Value::Int(i)) if (0..=i64::from(u32::MAX)).contains(&i) => Ok(i as u32),
         Ok(other) => Err(CodecError::Malformed(format!(
@@ -258,18 +258,7 @@ fn msgid(r: &mut Reader<'_>, what: &str) -> Result<u32, CodecError> {
 
 /// The method name (str, or bin as pynvim sends it) and the params array.
 fn method_and_params(r: &mut Reader<'_>, depth: usize) -> Result<(String, Vec<Value>), RpcError> {
-    let method = match r.value(FRAMED) {
-        Ok(Value::String(s)) => s,
-        Ok(Value::Bytes(b)) => String::from_utf8(b)
-            .map_err(|_| RpcError::invalid_request("method name is not UTF-8"))?,
-        Ok(other) => {
-            return Err(RpcError::invalid_request(format!(
-                "method name must be a str or bin, got {}",
-                describe(&other)
-            )))
-        }
-        Err(e) => return Err(RpcError::invalid_request(format!("method name: {e}"))),
-    };
+    let method = method_name(r)?;
     let n = match r.array_len() {
         Ok(Some(n)) => n,
         _ => {
@@ -286,8 +275,23 @@ fn method_and_params(r: &mut Reader<'_>, depth: usize) -> Result<(String, Vec<Va
     Ok((method, params))
 }
 
+/// The method name: a str, or a bin holding UTF-8 (pynvim sends bin).
+pub(crate) fn method_name(r: &mut Reader<'_>) -> Result<String, RpcError> {
+    match r.value(FRAMED) {
+        Ok(Value::String(s)) => Ok(s),
+        Ok(Value::Bytes(b)) => {
+            String::from_utf8(b).map_err(|_| RpcError::invalid_request("method name is not UTF-8"))
+        }
+        Ok(other) => Err(RpcError::invalid_request(format!(
+            "method name must be a str or bin, got {}",
+            describe(&other)
+        ))),
+        Err(e) => Err(RpcError::invalid_request(format!("method name: {e}"))),
+    }
+}
+
 /// A short description of a value for error messages: its type, and small scalars in full.
-fn describe(v: &Value) -> String {
+pub(crate) fn describe(v: &Value) -> String {
     match v {
         Value::Int(i) => format!("int {i}"),
         Value::Double(d) => format!("double {d}"),

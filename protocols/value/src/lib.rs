@@ -6,12 +6,16 @@
 //! Protocol crates depend only on this crate, so each stays usable on its own.
 
 mod datetime;
+mod de;
 mod error;
 mod from;
+mod ser;
 mod serde_impl;
 
 pub use datetime::DateTime;
+pub use de::{from_value, ValueError};
 pub use error::RpcError;
+pub use ser::to_value;
 
 /// A struct's members, in the order they arrived (so echo round trips keep order).
 ///
