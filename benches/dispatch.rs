@@ -2,7 +2,7 @@
 //! through the real verb table, for each protocol's wire format: what one call costs the
 //! server apart from its socket. The codec-only benches live in each protocol crate.
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use rpcmux::sniff::{self, Detected, Probes};
+use rpcmux::internals::{self as sniff, Detected, Probes};
 use rpcmux::{CallContext, EventHub, Params, VerbTable};
 use rpcmux_jsonrpc::{parse, write_error, write_result, Incoming};
 use std::sync::Arc;

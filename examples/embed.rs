@@ -29,7 +29,7 @@ async fn main() -> std::io::Result<()> {
                     return Err(RpcError::new(10, "n must not be negative"));
                 }
                 let now = c.fetch_add(n, Ordering::Relaxed) + n;
-                let mut params = Map::default();
+                let mut params = Map::new();
                 params.insert("value".into(), Value::Int(now));
                 ctx.events.publish("|counter|changed", params);
                 Ok(Value::Int(now))
@@ -47,13 +47,16 @@ async fn main() -> std::io::Result<()> {
         });
     verbs.alias("get", "counter.get");
 
+    // The library's default serves only these verbs (no demo verbs).
     let config = Config {
         listen: vec!["127.0.0.1:7777".parse().unwrap()],
-        demo: false,
         ..Config::default()
     };
     let server = Server::bind(config, verbs).await?;
-    println!("listening on {:?}", server.local_addrs());
+    // One line per listener, as `rpcmux serve` prints them.
+    for addr in server.local_addrs() {
+        println!("listening on {addr}");
+    }
     server
         .run(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -1,4 +1,5 @@
-//! Server settings: the same names in the TOML config file and on the command line.
+//! Server settings: the same names in the TOML config file and on the command line
+//! (see docs/config.md).
 
 use serde::Deserialize;
 use std::net::SocketAddr;
@@ -6,7 +7,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// Protocols a listener can detect. A listener with fewer enabled sniffs fewer probes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum Proto {
     /// HTTP/1.x: JSON-RPC, XML-RPC and msgpack-rpc bodies, /health.
@@ -20,6 +22,7 @@ pub enum Proto {
 }
 
 impl Proto {
+    /// Every protocol: what a listener detects unless told otherwise.
     pub const ALL: [Proto; 4] = [Proto::Http, Proto::JsonrpcTcp, Proto::Msgpack, Proto::Stomp];
 }
 
@@ -94,16 +97,22 @@ impl Default for Limits {
     }
 }
 
+// The limits are seconds as f64 so the TOML file and the flags can say `0.5`; these
+// turn them into Durations (negative: zero; huge: Duration::MAX).
 impl Limits {
+    /// The `sniff_timeout` field as a `Duration`.
     pub fn sniff_timeout(&self) -> Duration {
         secs(self.sniff_timeout)
     }
+    /// The `idle_timeout` field as a `Duration`.
     pub fn idle_timeout(&self) -> Duration {
         secs(self.idle_timeout)
     }
+    /// The `shutdown_timeout` field as a `Duration`.
     pub fn shutdown_timeout(&self) -> Duration {
         secs(self.shutdown_timeout)
     }
+    /// The `body_timeout` field as a `Duration`.
     pub fn body_timeout(&self) -> Duration {
         secs(self.body_timeout)
     }
@@ -113,15 +122,31 @@ fn secs(s: f64) -> Duration {
     Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
 }
 
-/// Everything `rpcmux serve` can be told.
+/// Everything a [`Server`](crate::Server) can be told, and `rpcmux serve` with it.
+///
+/// Start from the defaults and change what you need:
+///
+/// ```
+/// let config = rpcmux::Config {
+///     listen: vec!["0.0.0.0:8080".parse().unwrap()],
+///     limits: rpcmux::Limits { max_connections: 500, ..Default::default() },
+///     ..Default::default()
+/// };
+/// assert!(!config.demo, "a library server serves only its own verbs");
+/// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
+    /// Addresses to listen on, every protocol on each (default `127.0.0.1:54321`;
+    /// port 0 picks a free port, see [`Server::local_addrs`](crate::Server::local_addrs)).
     pub listen: Vec<SocketAddr>,
-    /// Register the demo verbs.
+    /// Register the demo verbs (`ping`, `echo`, `VM.*`, ...). Off by default so a
+    /// library server serves only its own verbs; `rpcmux serve` turns it on unless
+    /// told `--no-demo` or `demo = false`.
     pub demo: bool,
     /// Protocols the sniffer looks for.
     pub protocols: Vec<Proto>,
+    /// Bounds on what clients can make the server hold.
     pub limits: Limits,
     /// STOMP destinations (`[stomp]`).
     pub stomp: crate::transport::stomp::StompConfig,
@@ -134,7 +159,8 @@ pub struct Config {
 
 /// What a listener does with TLS and plaintext clients (both are told apart by the
 /// first byte, so one port serves both).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum TlsMode {
     /// Plaintext only: a TLS ClientHello is closed and logged.
@@ -185,6 +211,7 @@ impl TlsConfig {
             (None, None) => TlsMode::Off,
         }
     }
+    /// The `handshake_timeout` field as a `Duration`.
     pub fn handshake_timeout(&self) -> Duration {
         secs(self.handshake_timeout)
     }
@@ -194,7 +221,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: vec![SocketAddr::from(([127, 0, 0, 1], 54321))],
-            demo: true,
+            demo: false,
             protocols: Proto::ALL.to_vec(),
             limits: Limits::default(),
             stomp: Default::default(),
@@ -204,14 +231,16 @@ impl Default for Config {
     }
 }
 
+#[cfg(feature = "toml")]
 impl Config {
-    /// Read a TOML config file.
+    /// Read a TOML config file (feature `toml`); unknown keys are errors, missing
+    /// ones keep their defaults.
     pub fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
         toml::from_str(text)
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "toml"))]
 mod tests {
     use super::*;
 

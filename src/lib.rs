@@ -1,8 +1,8 @@
 //! rpcmux: one TCP listener, many RPC protocols, one verb table.
 //!
 //! Every accepted connection is sniffed from its first bytes and handed to the
-//! framer for its protocol (JSON-RPC over HTTP or raw TCP, and more as they are
-//! added); every framer calls the same [`VerbTable`].
+//! framer for its protocol (XML-RPC, JSON-RPC over HTTP, raw TCP or STOMP,
+//! MessagePack-RPC); every framer calls the same [`VerbTable`].
 //!
 //! ```no_run
 //! use rpcmux::{Config, Server, VerbTable, Value};
@@ -20,25 +20,58 @@
 //! server.run(async { tokio::signal::ctrl_c().await.ok(); }).await;
 //! # Ok(()) }
 //! ```
+//!
+//! Features: `client` ([`client`]), `toml` ([`Config::from_toml`]), `cli` (the
+//! `rpcmux` binary; on by default, with both). `default-features = false` is the
+//! server alone.
+#![warn(missing_docs)]
 
-pub mod bench;
 mod budget;
+#[cfg(feature = "client")]
 pub mod client;
-pub mod config;
-pub mod demo;
-pub mod events;
+mod config;
+mod events;
 mod front;
 mod heavy;
-pub mod io;
-pub mod proxy;
-pub mod server;
-pub mod sniff;
-pub mod tls;
-pub mod transport;
+mod io;
+mod proxy;
+mod server;
+mod sniff;
+mod tls;
+mod transport;
 pub mod verbs;
 
-pub use config::{Config, Limits};
+pub use config::{Config, Limits, Proto, TlsConfig, TlsMode};
 pub use events::{Event, EventHub};
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
+pub use transport::stomp::StompConfig;
 pub use verbs::{Args, CallContext, VerbTable};
+
+// What only this repository's binary, tests, benches and fuzz targets use is public but
+// hidden, not API (no semver promise): the binary (src/cli) and the integration tests are
+// separate crates that see only the library's public items, so these cannot be private.
+// `bench` and the demo verbs stay library modules rather than moving into the binary because
+// tests/cli_call_bench.rs drives the load engine in-process and benches/dispatch.rs times
+// the demo table; the demo is compiled even without `cli` since `Config::demo` turns it on.
+
+/// The load engine behind `rpcmux bench`.
+#[cfg(feature = "cli")]
+#[doc(hidden)]
+pub mod bench;
+/// The demo verbs behind `Config::demo`.
+#[doc(hidden)]
+pub mod demo;
+
+/// The sniffer's probes, for benches/dispatch.rs and the fuzz targets.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::proxy::probe as proxy_probe;
+    pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
+    pub use crate::tls::probe as tls_probe;
+    pub use crate::transport::stomp::probe as stomp_probe;
+
+    /// The private PROXY header parser (`cargo fuzz` builds with `--cfg fuzzing`).
+    #[cfg(fuzzing)]
+    pub use crate::proxy::fuzzing as proxy_header;
+}

@@ -2,7 +2,7 @@
 
 mod common;
 use common::{http_post, json};
-use rpcmux::{Config, RpcError, Server, Value, VerbTable};
+use rpcmux::{Config, Map, RpcError, Server, Value, VerbTable};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_verbs_and_a_panicking_handler() {
@@ -61,6 +61,44 @@ async fn embedded_verbs_and_a_panicking_handler() {
         .await
         .unwrap();
     assert_eq!(v["result"], "Add two ints.");
+    stop.0.send(()).unwrap();
+    task.await.unwrap();
+}
+
+/// `Config::default()` (the README's snippet) serves the embedder's verbs only: its own
+/// `echo` answers, and no demo verb exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_config_serves_only_the_embedders_verbs() {
+    let mut verbs = VerbTable::new();
+    verbs
+        .verb("echo")
+        .param("value")
+        .handler(|mut args, _ctx| async move {
+            let mut m = Map::new();
+            m.insert("mine".into(), args.take_value(0));
+            Ok(Value::from(m))
+        });
+    let config = Config {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        ..Config::default()
+    };
+    assert!(!config.demo);
+    let server = Server::bind(config, verbs).await.unwrap();
+    let addr = server.local_addrs()[0];
+    let stop = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(server.run(async move {
+        let _ = stop.1.await;
+    }));
+    let call = move |method: &str, params: &str| {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}","params":{params},"id":1}}"#);
+        tokio::task::spawn_blocking(move || json(&http_post(addr, None, body.as_bytes()).2))
+    };
+    let v = call("echo", r#"["hi"]"#).await.unwrap();
+    assert_eq!(v["result"], serde_json::json!({"mine": "hi"}), "{v}");
+    for demo in ["VM.create", "ping", "Host.getVMList"] {
+        let v = call(demo, "[]").await.unwrap();
+        assert_eq!(v["error"]["code"], -32601, "{demo}: {v}");
+    }
     stop.0.send(()).unwrap();
     task.await.unwrap();
 }

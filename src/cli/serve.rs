@@ -1,8 +1,7 @@
 //! `rpcmux serve`: flags override the config file, which overrides the defaults.
 
 use clap::Args;
-use rpcmux::config::{Config, Proto, TlsMode};
-use rpcmux::{Server, VerbTable};
+use rpcmux::{Config, Proto, Server, TlsMode, VerbTable};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -106,9 +105,22 @@ impl ServeArgs {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?
+                let mut c =
+                    Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                // The library's default is no demo; the binary's is the demo, unless the
+                // file says `demo = false`.
+                if !text
+                    .parse::<toml::Table>()
+                    .is_ok_and(|t| t.contains_key("demo"))
+                {
+                    c.demo = true;
+                }
+                c
             }
-            None => Config::default(),
+            None => Config {
+                demo: true,
+                ..Config::default()
+            },
         };
         if !self.listen.is_empty() {
             c.listen = self.listen;

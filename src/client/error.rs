@@ -8,6 +8,8 @@
 use std::fmt;
 use std::time::Duration;
 
+/// Why a call got no reply. Retrying makes sense after `Connect`, `Timeout` and
+/// `Closed` (on a new client for the last), not after `Protocol` or `Unsupported`.
 #[derive(Debug)]
 pub enum ClientError {
     /// Could not open the connection (or finish the protocol's handshake).

@@ -35,6 +35,7 @@ mod tls;
 mod xmlrpc;
 
 pub use error::ClientError;
+#[cfg(feature = "cli")]
 pub(crate) use stream::Incoming;
 pub use tls::TlsOpts;
 
@@ -47,7 +48,8 @@ use tokio::net::TcpStream;
 pub type Reply = Result<Value, RpcError>;
 
 /// The wire protocols the client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ClientProto {
     /// XML-RPC over HTTP/1.1 (POST, text/xml).
     Xmlrpc,
@@ -62,6 +64,7 @@ pub enum ClientProto {
 }
 
 impl ClientProto {
+    /// Every protocol, for tools and tests that try each.
     pub const ALL: [ClientProto; 5] = [
         ClientProto::Xmlrpc,
         ClientProto::Jsonrpc,
@@ -128,6 +131,7 @@ pub struct ConnectOpts {
     pub http_path: Option<String>,
     /// Largest reply accepted, in bytes.
     pub max_reply: usize,
+    /// STOMP destinations (only `ClientProto::Stomp` uses them).
     pub stomp: StompOpts,
     /// Speak TLS to the server (under any protocol).
     pub tls: Option<TlsOpts>,
@@ -176,6 +180,7 @@ impl Client {
 
     /// Connect as [`Client::connect`] does, but hand back a stream protocol's parts
     /// undriven (for `rpcmux bench`'s own loop). HTTP protocols: `Unsupported`.
+    #[cfg(feature = "cli")]
     pub(crate) async fn connect_stream(
         proto: ClientProto,
         addr: &str,
@@ -237,6 +242,7 @@ impl Client {
         }
     }
 
+    /// The protocol this client speaks.
     pub fn proto(&self) -> ClientProto {
         self.proto
     }

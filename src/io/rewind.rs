@@ -22,10 +22,6 @@ impl<S> Rewind<S> {
     pub fn into_parts(self) -> (Bytes, S) {
         (self.prefix, self.inner)
     }
-
-    pub fn inner(&self) -> &S {
-        &self.inner
-    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {

@@ -16,31 +16,44 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// A probe's verdict on a prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Probe {
+    /// These bytes are this protocol's, whatever follows.
     Match,
+    /// These bytes can never be this protocol's.
     NoMatch,
+    /// Too few bytes to tell.
     NeedMore,
 }
 
 /// What a connection turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Detected {
+    /// HTTP/1.x (XML-RPC, JSON-RPC or msgpack-rpc bodies).
     Http,
+    /// JSON-RPC over raw TCP.
     JsonTcp,
+    /// MessagePack-RPC over raw TCP.
     Msgpack,
+    /// STOMP 1.2.
     Stomp,
+    /// A TLS ClientHello: a front layer, sniffed again once decrypted.
     Tls,
+    /// A PROXY v1/v2 header: a front layer, sniffed again after it.
     ProxyHeader,
 }
 
 /// The sniffer's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
+    /// The first probe (in table order) that matched.
     Found(Detected),
     /// No probe can match these bytes.
     Unknown,
+    /// Some probe still needs more bytes.
     NeedMore,
 }
 
+/// A probe: a pure function of the bytes seen so far, so it can be fuzzed and asked again
+/// after every read.
 pub type ProbeFn = fn(&[u8]) -> Probe;
 
 /// The ordered probe table. Order matters only where two probes could both match
@@ -49,6 +62,7 @@ pub type ProbeFn = fn(&[u8]) -> Probe;
 pub struct Probes(Vec<(Detected, ProbeFn)>);
 
 impl Probes {
+    /// An empty table (it decides nothing).
     pub fn new() -> Self {
         Probes(Vec::new())
     }
@@ -65,6 +79,8 @@ impl Probes {
         self
     }
 
+    /// The verdict on the bytes seen so far: the first match, else more bytes while any
+    /// probe needs them.
     pub fn decide(&self, prefix: &[u8]) -> Decision {
         let mut need_more = false;
         for (what, probe) in &self.0 {

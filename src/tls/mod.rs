@@ -9,8 +9,6 @@
 mod identity;
 mod load;
 
-pub use load::ALPN;
-
 use crate::config::TlsConfig;
 use crate::front::Stage;
 use crate::io::{Rewind, Stream};

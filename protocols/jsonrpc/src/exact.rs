@@ -103,10 +103,7 @@ impl<'de> Visitor<'de> for CheckedVisitor {
         })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        let mut out = Map::with_capacity_and_hasher(
-            map.size_hint().unwrap_or(0).min(1024),
-            Default::default(),
-        );
+        let mut out = Map::with_capacity(map.size_hint().unwrap_or(0).min(1024));
         let mut doubt = false;
         while let Some(k) = map.next_key::<String>()? {
             let c: Checked = map.next_value()?;

@@ -12,11 +12,15 @@ use serde_json::value::RawValue;
 use std::fmt;
 use std::str::FromStr;
 
+/// A request id, echoed in its response exactly as sent.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub enum Id {
+    /// `null`: what a response carries when the request's id could not be read.
     #[default]
     Null,
+    /// A number, kept as the client spelled it.
     Number(IdNumber),
+    /// A string.
     String(String),
 }
 
@@ -247,7 +251,7 @@ impl Serialize for Id {
 
 /// From a generic deserializer a number id is rebuilt from its value (an integer
 /// exactly, a double in its shortest form); rpcmux's own parsers read the raw text
-/// instead (see [`present_raw`]).
+/// instead (see `present_raw`).
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;

@@ -23,6 +23,7 @@
 //! Batches are capped while they are parsed ([`ParseLimits::max_batch`]): a batch with
 //! more members is refused before any member is built. A UTF-8 byte order mark before
 //! a body (or, on raw TCP, before a value) is skipped.
+#![warn(missing_docs)]
 
 mod exact;
 mod id;

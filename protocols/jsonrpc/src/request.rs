@@ -11,15 +11,20 @@ use std::cell::Cell;
 /// One well-formed call. `id: None` is a notification (no reply is sent).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The id to answer under; `None` for a notification.
     pub id: Option<Id>,
+    /// The method name.
     pub method: String,
+    /// By position (an array) or by name (an object); absent params are empty.
     pub params: Params,
 }
 
 /// A request that could not be accepted, with the id to answer it under.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failed {
+    /// The request's id if it could be read, else `Null`.
     pub id: Id,
+    /// What was wrong (-32600 and friends).
     pub error: RpcError,
 }
 
@@ -27,7 +32,9 @@ pub struct Failed {
 /// array even when it has one element (VDSM got that wrong).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Incoming {
+    /// One request object.
     Single(Result<Request, Failed>),
+    /// An array of requests, each judged on its own.
     Batch(Vec<Result<Request, Failed>>),
 }
 
@@ -76,6 +83,7 @@ pub struct ParseLimits {
 }
 
 impl ParseLimits {
+    /// The defaults, usable in a `const`.
     pub const DEFAULT: ParseLimits = ParseLimits { max_batch: 1000 };
 }
 

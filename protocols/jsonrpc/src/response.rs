@@ -66,7 +66,9 @@ pub fn write_request(out: &mut Vec<u8>, id: Option<&Id>, method: &str, params: &
 /// A response as a client reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Response {
+    /// The id of the request answered.
     pub id: Id,
+    /// `result`, or `error`.
     pub outcome: Result<Value, RpcError>,
 }
 

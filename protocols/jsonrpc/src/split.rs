@@ -26,13 +26,21 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Split {
     /// A complete value in `buf[start..end]`; consume `end` bytes.
-    Value { start: usize, end: usize },
+    Value {
+        /// Offset of the value's first byte (after any whitespace or BOM).
+        start: usize,
+        /// Offset just past its last byte.
+        end: usize,
+    },
     /// Need more bytes.
     Incomplete,
     /// Bytes that cannot start a request (not `{` or `[`). Consume `skip` bytes (through
     /// the next newline) to resynchronise; `skip == 0` means no newline yet (need more
     /// bytes; nothing to report yet).
-    Garbage { skip: usize },
+    Garbage {
+        /// Bytes to consume.
+        skip: usize,
+    },
     /// The value, garbage line or lead in progress is longer than the cap: the stream
     /// cannot be resynchronised.
     TooLarge,
@@ -40,6 +48,8 @@ pub enum Split {
 
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
+/// Finds where each JSON value ends in a byte stream, incrementally: bytes already
+/// scanned are not scanned again when more arrive.
 #[derive(Debug, Default)]
 pub struct Splitter {
     max: usize,
@@ -58,6 +68,7 @@ pub struct Splitter {
 }
 
 impl Splitter {
+    /// A splitter that answers `TooLarge` past `max_frame` bytes of one value.
     pub fn new(max_frame: usize) -> Self {
         Splitter {
             max: max_frame,

@@ -16,8 +16,11 @@ pub enum SplitCall<'a> {
     /// A request (`msgid` set) or notification whose params are an array, still
     /// encoded (`params` starts at the array header).
     Call {
+        /// The request's msgid; `None` for a notification.
         msgid: Option<u32>,
+        /// The method name.
         method: String,
+        /// The encoded params array, to deserialize straight into a handler's type.
         params: &'a [u8],
     },
     /// Anything else, parsed whole (a response, or an invalid request to answer).

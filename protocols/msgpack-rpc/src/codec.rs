@@ -27,6 +27,7 @@ pub struct MsgpackRpcCodec {
 }
 
 impl MsgpackRpcCodec {
+    /// A codec enforcing `limits` on every message it reads.
     pub fn new(limits: Limits) -> Self {
         MsgpackRpcCodec {
             limits,
@@ -34,6 +35,7 @@ impl MsgpackRpcCodec {
         }
     }
 
+    /// The caps in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
@@ -68,6 +70,7 @@ impl MsgpackRpcCodec {
 /// What [`MsgpackRpcCodec::decode_or_frame`] yields.
 #[derive(Debug)]
 pub enum Framed {
+    /// A message small enough to parse in place.
     Message(Message),
     /// One whole message's bytes (scanned, so framing and caps already hold), unparsed.
     Raw(BytesMut),

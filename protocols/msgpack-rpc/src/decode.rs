@@ -239,7 +239,7 @@ impl<'a> Reader<'a> {
         let depth = depth.checked_sub(1).ok_or(ReadError::TooDeep)?;
         // Each entry takes at least two bytes.
         let cap = (n as usize).min((self.buf.len() - self.pos) / 2);
-        let mut out = Map::with_capacity_and_hasher(cap, Default::default());
+        let mut out = Map::with_capacity(cap);
         for _ in 0..n {
             let k = self.key()?;
             let v = self.value(depth)?;

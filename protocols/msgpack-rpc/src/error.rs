@@ -16,14 +16,25 @@ pub enum CodecError {
     Io(io::Error),
     /// The message is (or is declared to be) larger than [`Limits::max_message`](crate::Limits).
     /// `size` is a lower bound: the decoder stops as soon as the cap is passed.
-    TooLarge { limit: usize, size: u64 },
+    TooLarge {
+        /// The cap.
+        limit: usize,
+        /// Bytes seen or declared (at least).
+        size: u64,
+    },
     /// More than [`Limits::max_depth`](crate::Limits) containers are open at once.
-    TooDeep { limit: usize },
+    TooDeep {
+        /// The cap.
+        limit: usize,
+    },
     /// Bytes that are not a msgpack-rpc message: not an array of 3 or 4 items, an unknown
     /// message type, a msgid that is not a u32, the reserved byte 0xc1, trailing bytes, ...
     Malformed(String),
     /// The stream ended in the middle of a message.
-    Truncated { buffered: usize },
+    Truncated {
+        /// Bytes of the cut message that had arrived.
+        buffered: usize,
+    },
     /// A value could not be encoded (a string, binary or container longer than msgpack's
     /// 32-bit lengths allow).
     Encode(EncodeError),
@@ -89,7 +100,9 @@ impl From<EncodeError> for CodecError {
 /// fit msgpack's 32-bit length fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodeError {
+    /// "string", "binary", "array" or "map".
     pub what: &'static str,
+    /// Its length.
     pub len: usize,
 }
 

@@ -71,6 +71,7 @@
 //! **Encoding.** Into the caller's buffer in one pass, through rmp's [`Marker`](rmp::Marker)
 //! tags and [`bytes::BufMut`]; no serde and no intermediate values. Output is byte-identical
 //! to Python's `msgpack.packb` for the same data.
+#![warn(missing_docs)]
 
 mod call;
 mod codec;

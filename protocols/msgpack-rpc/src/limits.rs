@@ -12,7 +12,9 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Default [`max_message`](Limits::max_message).
     pub const DEFAULT_MAX_MESSAGE: usize = 16 * 1024 * 1024;
+    /// Default [`max_depth`](Limits::max_depth).
     pub const DEFAULT_MAX_DEPTH: usize = 64;
 }
 

@@ -19,26 +19,39 @@ const FRAMED: usize = usize::MAX;
 const ARRAY4: u8 = rmp::Marker::FixArray(4).to_u8();
 const ARRAY3: u8 = rmp::Marker::FixArray(3).to_u8();
 
+/// The type field of a request: `[0, msgid, method, params]`.
 pub const REQUEST: u8 = 0;
+/// The type field of a response: `[1, msgid, error, result]`.
 pub const RESPONSE: u8 = 1;
+/// The type field of a notification: `[2, method, params]`.
 pub const NOTIFICATION: u8 = 2;
 
 /// One msgpack-rpc message.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
+    /// A call that expects a response with the same `msgid`.
     Request {
+        /// Chosen by the caller to match the response.
         msgid: u32,
+        /// The method name.
         method: String,
+        /// The arguments, by position.
         params: Vec<Value>,
     },
     /// `error` is nil on success; then `result` holds the value.
     Response {
+        /// The request's msgid.
         msgid: u32,
+        /// Nil, or the error (any value; rpcmux sends `[code, message]`).
         error: Value,
+        /// The result (nil when `error` is set).
         result: Value,
     },
+    /// A call that gets no response.
     Notification {
+        /// The method name.
         method: String,
+        /// The arguments, by position.
         params: Vec<Value>,
     },
     /// A request or notification that was framed correctly but cannot be carried out: the
@@ -48,7 +61,9 @@ pub enum Message {
     /// `error` ([`encode_response`] with `Err`, or encode this message, which does that)
     /// and logs a notification's (`msgid: None`), which has no reply.
     Invalid {
+        /// The request's msgid; `None` for a notification.
         msgid: Option<u32>,
+        /// Why it cannot be carried out, to answer with.
         error: RpcError,
     },
 }

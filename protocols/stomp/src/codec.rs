@@ -22,6 +22,7 @@ pub struct StompCodec {
 }
 
 impl StompCodec {
+    /// A codec enforcing `limits` on every frame it reads.
     pub fn new(limits: Limits) -> StompCodec {
         StompCodec {
             limits,
@@ -29,6 +30,7 @@ impl StompCodec {
         }
     }
 
+    /// The caps in force.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }

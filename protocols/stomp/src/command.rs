@@ -7,21 +7,36 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Command {
     // client → server
+    /// Open a session (STOMP 1.0 name).
     Connect,
+    /// Open a session (STOMP 1.2 name, same meaning).
     Stomp,
+    /// Deliver a message to a destination.
     Send,
+    /// Ask for a destination's messages.
     Subscribe,
+    /// Stop a subscription.
     Unsubscribe,
+    /// Acknowledge a message.
     Ack,
+    /// Reject a message.
     Nack,
+    /// Start a transaction.
     Begin,
+    /// Commit a transaction.
     Commit,
+    /// Roll back a transaction.
     Abort,
+    /// End the session.
     Disconnect,
     // server → client
+    /// The session is open.
     Connected,
+    /// A message from a subscription.
     Message,
+    /// The answer to a `receipt` header.
     Receipt,
+    /// Something went wrong; the server closes after it.
     Error,
 }
 

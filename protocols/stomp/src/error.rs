@@ -16,11 +16,20 @@ pub enum StompError {
     /// The underlying transport failed (from `FramedRead`/`FramedWrite`).
     Io(io::Error),
     /// A frame passed [`Limits::max_frame`](crate::Limits::max_frame) bytes.
-    FrameTooLarge { limit: usize },
+    FrameTooLarge {
+        /// The cap that was passed.
+        limit: usize,
+    },
     /// A frame had more than [`Limits::max_headers`](crate::Limits::max_headers) headers.
-    TooManyHeaders { limit: usize },
+    TooManyHeaders {
+        /// The cap that was passed.
+        limit: usize,
+    },
     /// A header line passed [`Limits::max_header_line`](crate::Limits::max_header_line).
-    HeaderTooLong { limit: usize },
+    HeaderTooLong {
+        /// The cap that was passed.
+        limit: usize,
+    },
     /// The command line is not a STOMP command (the quoted start of the line).
     BadCommand(String),
     /// A header line is malformed: no colon, empty name, not UTF-8, stray CR or NUL;

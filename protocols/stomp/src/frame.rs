@@ -11,8 +11,11 @@ use crate::Command;
 /// occurrence of a repeated header counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Frame {
+    /// What the frame does.
     pub command: Command,
+    /// `(name, value)` pairs, unescaped, in wire order.
     pub headers: Vec<(String, String)>,
+    /// The payload (a JSON-RPC message for rpcmux), shared, not copied.
     pub body: Bytes,
 }
 
@@ -62,7 +65,9 @@ impl Frame {
 /// the wire, and both only mean "the peer is alive", so both are `Heartbeat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
+    /// A whole frame.
     Frame(Frame),
+    /// An EOL between frames.
     Heartbeat,
 }
 

@@ -30,6 +30,7 @@
 //! assert_eq!(codec.decode(&mut wire).unwrap(), Some(Item::Heartbeat));
 //! assert_eq!(codec.decode(&mut wire).unwrap(), None);
 //! ```
+#![warn(missing_docs)]
 
 mod codec;
 mod command;

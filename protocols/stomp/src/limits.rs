@@ -16,8 +16,11 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// Default [`max_frame`](Limits::max_frame): 16 MiB, as for HTTP bodies.
     pub const DEFAULT_MAX_FRAME: usize = 16 * 1024 * 1024;
+    /// Default [`max_headers`](Limits::max_headers).
     pub const DEFAULT_MAX_HEADERS: usize = 64;
+    /// Default [`max_header_line`](Limits::max_header_line).
     pub const DEFAULT_MAX_HEADER_LINE: usize = 8 * 1024;
 }
 

@@ -14,6 +14,8 @@
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
 use std::fmt;
 
+/// A date and time without a zone, as XML-RPC's `dateTime.iso8601` carries it (taken
+/// as UTC where a protocol needs an instant, such as msgpack's timestamp).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DateTime(pub NaiveDateTime);
 
@@ -29,6 +31,7 @@ impl DateTime {
         (utc.timestamp(), utc.timestamp_subsec_nanos())
     }
 
+    /// From calendar fields; `None` if they name no real time.
     pub fn from_ymd_hms(y: i32, mo: u32, d: u32, h: u32, mi: u32, s: u32) -> Option<Self> {
         NaiveDate::from_ymd_opt(y, mo, d)
             .and_then(|date| date.and_hms_opt(h, mi, s))

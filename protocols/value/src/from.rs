@@ -68,7 +68,9 @@ impl<T: Into<Value>> From<Option<T>> for Value {
 /// Why a [`Value`] did not convert: expected type and what came instead.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TypeMismatch {
+    /// The type asked for ("int", "string", ...).
     pub expected: &'static str,
+    /// The type the value has ([`Value::type_name`]).
     pub got: &'static str,
 }
 

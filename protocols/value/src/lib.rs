@@ -4,25 +4,22 @@
 //! [`RpcError`] is the one error shape that each protocol maps into its own
 //! (XML-RPC fault, JSON-RPC error object, msgpack-rpc error field, STOMP ERROR).
 //! Protocol crates depend only on this crate, so each stays usable on its own.
+#![warn(missing_docs)]
 
 mod datetime;
 mod de;
 mod error;
 mod from;
+mod map;
 mod ser;
 mod serde_impl;
 
 pub use datetime::DateTime;
 pub use de::{from_value, ValueError};
 pub use error::RpcError;
+pub use from::TypeMismatch;
+pub use map::Map;
 pub use ser::to_value;
-
-/// A struct's members, in the order they arrived (so echo round trips keep order).
-///
-/// Hashed with foldhash, randomly seeded per process: SipHash (std's default) cost
-/// 5-10% of decoding a struct-heavy request, and a per-process seed still keeps
-/// attacker-chosen keys from being made to collide. Build one with `Map::default()`.
-pub type Map = indexmap::IndexMap<String, Value, foldhash::fast::RandomState>;
 
 /// A dynamically typed RPC value.
 ///
@@ -31,15 +28,24 @@ pub type Map = indexmap::IndexMap<String, Value, foldhash::fast::RandomState>;
 /// integers is 8 million of them: 512 MiB at 64 bytes, 256 MiB at 32).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Value {
+    /// No value (XML-RPC `<nil/>`, JSON `null`, msgpack nil).
     #[default]
     Nil,
+    /// A boolean.
     Bool(bool),
+    /// An integer (XML-RPC `i4`/`i8`; JSON and msgpack integers that fit in i64).
     Int(i64),
+    /// A double.
     Double(f64),
+    /// A UTF-8 string.
     String(String),
+    /// Raw bytes (XML-RPC base64; msgpack bin; a base64 string in JSON).
     Bytes(Vec<u8>),
+    /// A date and time (XML-RPC `dateTime.iso8601`, msgpack timestamp).
     DateTime(DateTime),
+    /// An ordered list.
     Array(Vec<Value>),
+    /// Named members, in order; boxed to keep `Value` at 32 bytes.
     Struct(Box<Map>),
 }
 
@@ -59,6 +65,7 @@ impl Value {
         }
     }
 
+    /// The string, if this is one.
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
@@ -66,6 +73,7 @@ impl Value {
         }
     }
 
+    /// The integer, if this is one (a double is not converted).
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Int(i) => Some(*i),
@@ -73,6 +81,7 @@ impl Value {
         }
     }
 
+    /// The boolean, if this is one.
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
@@ -80,6 +89,7 @@ impl Value {
         }
     }
 
+    /// The elements, if this is an array.
     pub fn as_array(&self) -> Option<&[Value]> {
         match self {
             Value::Array(a) => Some(a),
@@ -87,6 +97,7 @@ impl Value {
         }
     }
 
+    /// The members, if this is a struct.
     pub fn as_struct(&self) -> Option<&Map> {
         match self {
             Value::Struct(m) => Some(m),
@@ -101,10 +112,16 @@ impl Value {
 }
 
 /// Build a [`Value::Struct`] from `key => value` pairs.
+///
+/// ```
+/// use rpcmux_value::{vstruct, Value};
+/// let vm = vstruct! { "vmId" => "vm1", "memSize" => 1024 };
+/// assert_eq!(vm.get("memSize"), Some(&Value::Int(1024)));
+/// ```
 #[macro_export]
 macro_rules! vstruct {
     ($($k:expr => $v:expr),* $(,)?) => {{
-        let mut m = $crate::Map::default();
+        let mut m = $crate::Map::new();
         $( m.insert(::std::string::String::from($k), $crate::Value::from($v)); )*
         $crate::Value::Struct(::std::boxed::Box::new(m))
     }};
@@ -114,7 +131,9 @@ macro_rules! vstruct {
 /// JSON arrays) or by name (JSON objects, `k=v` on the command line).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Params {
+    /// In order, matched to the verb's declared parameters by position.
     Positional(Vec<Value>),
+    /// By name, matched to the declared parameters' names.
     Named(Map),
 }
 
@@ -125,6 +144,7 @@ impl Default for Params {
 }
 
 impl Params {
+    /// How many parameters were given.
     pub fn len(&self) -> usize {
         match self {
             Params::Positional(v) => v.len(),
@@ -132,6 +152,7 @@ impl Params {
         }
     }
 
+    /// True when no parameter was given.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

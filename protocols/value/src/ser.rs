@@ -152,10 +152,7 @@ impl ser::Serializer for ValueSerializer {
     }
     fn serialize_map(self, len: Option<usize>) -> Result<MapSer, ValueError> {
         let cap = len.unwrap_or(0).min(1024);
-        Ok(MapSer(
-            Map::with_capacity_and_hasher(cap, Default::default()),
-            None,
-        ))
+        Ok(MapSer(Map::with_capacity(cap), None))
     }
     fn serialize_struct(self, _: &'static str, len: usize) -> Result<MapSer, ValueError> {
         self.serialize_map(Some(len))

@@ -107,10 +107,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::with_capacity_and_hasher(
-            map.size_hint().unwrap_or(0).min(1024),
-            Default::default(),
-        );
+        let mut out = Map::with_capacity(map.size_hint().unwrap_or(0).min(1024));
         while let Some(k) = map.next_key::<String>()? {
             let v = map.next_value()?;
             out.insert(k, v);

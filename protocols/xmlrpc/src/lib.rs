@@ -1,7 +1,7 @@
 //! XML-RPC wire format for rpcmux: `<methodCall>` / `<methodResponse>` / `<fault>`
 //! to and from [`rpcmux_value::Value`]. Pure: no sockets, no HTTP.
 //!
-//! Reading streams lexer items ([`lex`]) straight into `Value`s (no DOM), iteratively, under
+//! Reading streams lexer items (`lex.rs`) straight into `Value`s (no DOM), iteratively, under
 //! [`Limits`]. Writing appends to one caller-owned `Vec<u8>`.
 //!
 //! Types, both ways: `int`/`i4`, `i8`, `boolean`, `string` (and untyped
@@ -27,6 +27,7 @@
 //! (billion laughs and external entities cannot happen); only the five predefined
 //! entities and character references are decoded. Bodies must be UTF-8. Nesting depth,
 //! element count and string length are capped by [`Limits`]. No input panics.
+#![warn(missing_docs)]
 
 mod cursor;
 mod escape;
@@ -53,6 +54,8 @@ use rpcmux_value::Value;
 /// A parsed `<methodCall>`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MethodCall {
+    /// `<methodName>`.
     pub method: String,
+    /// `<params>`, in order (XML-RPC has no named parameters).
     pub params: Vec<Value>,
 }

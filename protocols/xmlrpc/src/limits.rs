@@ -19,6 +19,7 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The defaults, usable in a `const`.
     pub const DEFAULT: Limits = Limits {
         max_depth: 64,
         max_elements: 1_000_000,
