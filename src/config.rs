@@ -1,5 +1,5 @@
 //! Server settings: the same names in the TOML config file and on the command line
-//! (see docs/config.md).
+//! (the README's "Serving" table; every bound in docs/limits.md).
 
 use serde::Deserialize;
 use std::net::SocketAddr;
