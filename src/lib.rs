@@ -21,7 +21,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Features: `client` ([`client`]), `toml` ([`Config::from_toml`]), `cli` (the
+//! Features: `client` (the `client` module), `toml` (`Config::from_toml`), `cli` (the
 //! `rpcmux` binary; on by default, with both). `default-features = false` is the
 //! server alone.
 #![warn(missing_docs)]
