@@ -13,7 +13,6 @@
 use crate::verbs::Session;
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
@@ -35,12 +34,13 @@ struct Subscriber {
     session: Session,
     /// (subscription id, pattern), in the order made.
     patterns: Vec<(u64, String)>,
+    /// The id the next subscription of this connection gets, less one.
+    next_id: u64,
 }
 
 /// Publish/subscribe for server events.
 pub struct EventHub {
     conns: RwLock<HashMap<u64, Subscriber>>,
-    next_id: AtomicU64,
     max_per_conn: usize,
 }
 
@@ -74,7 +74,6 @@ impl EventHub {
     pub fn new(max_per_conn: usize) -> Self {
         EventHub {
             conns: RwLock::new(HashMap::new()),
-            next_id: AtomicU64::new(0),
             max_per_conn,
         }
     }
@@ -94,6 +93,7 @@ impl EventHub {
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session,
             patterns: Vec::new(),
+            next_id: 0,
         });
         if sub.patterns.len() >= self.max_per_conn {
             return Err(RpcError::new(
@@ -104,7 +104,9 @@ impl EventHub {
                 ),
             ));
         }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        // Ids count per connection: one connection learns nothing of another's.
+        sub.next_id += 1;
+        let id = sub.next_id;
         sub.patterns.push((id, pattern.to_owned()));
         Ok(id)
     }
@@ -237,10 +239,14 @@ mod tests {
         let (a, mut a_rx) = session(1, 16);
         let (b, _b_rx) = session(2, 16);
         let a1 = hub.subscribe("|virt", a.clone()).unwrap();
-        hub.subscribe("*", a.clone()).unwrap();
+        let a2 = hub.subscribe("*", a.clone()).unwrap();
         let e = hub.subscribe("|net", a.clone()).unwrap_err();
         assert_eq!(e.code, ERR_TOO_MANY_SUBSCRIPTIONS);
-        hub.subscribe("*", b).unwrap();
+        assert_eq!(
+            hub.subscribe("*", b).unwrap(),
+            a1,
+            "ids count per connection"
+        );
         assert_eq!(
             hub.publish("|virt|x", Map::default()),
             2,
@@ -249,9 +255,10 @@ mod tests {
         assert_eq!(a_rx.try_recv().unwrap().name, "|virt|x");
         assert!(a_rx.try_recv().is_err(), "two matching patterns, one copy");
         assert!(
-            !hub.unsubscribe(2, a1),
+            !hub.unsubscribe(2, a2),
             "another connection cannot cancel it"
         );
+        assert!(hub.unsubscribe(1, a2));
         assert!(hub.unsubscribe(1, a1));
         hub.drop_connection(1);
         assert!(!hub.is_subscribed(1));

@@ -42,11 +42,11 @@ mod transport;
 pub mod verbs;
 
 pub use config::{Config, Limits, Proto, TlsConfig, TlsMode};
-pub use events::{Event, EventHub};
+pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
 pub use transport::stomp::StompConfig;
-pub use verbs::{Args, CallContext, VerbTable};
+pub use verbs::{Args, CallContext, VerbTable, WhenBusy};
 
 // What only this repository's binary, tests, benches and fuzz targets use is public but
 // hidden, not API (no semver promise): the binary (src/cli) and the integration tests are

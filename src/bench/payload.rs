@@ -43,6 +43,16 @@ impl Payload {
         Payload::echo("musicentry", v)
     }
 
+    /// `echoMusicEntry(MusicEntry)`: the same bytes as [`Payload::music_entry`], to
+    /// the typed verb that reads them into a Rust struct and writes it back.
+    pub fn music_entry_typed() -> Payload {
+        Payload {
+            name: "musicentry-typed".into(),
+            method: "echoMusicEntry".into(),
+            ..Payload::music_entry()
+        }
+    }
+
     /// `echo(value)`, checked.
     pub fn echo(name: &str, value: Value) -> Payload {
         Payload {
@@ -53,13 +63,14 @@ impl Payload {
         }
     }
 
-    /// `ping`, `musicentry`, or a JSON file: either a JSON-RPC request object
+    /// `ping`, `musicentry`, `musicentry-typed`, or a JSON file: either a JSON-RPC request object
     /// (`{"method": …, "params": …}`, as in `benches/data/jsonrpc_echo_req.json`) or any
     /// other JSON value, which is echoed. An `echo` of one param expects it back.
     pub fn parse(spec: &str) -> Result<Payload, String> {
         match spec {
             "ping" => return Ok(Payload::ping()),
             "musicentry" => return Ok(Payload::music_entry()),
+            "musicentry-typed" => return Ok(Payload::music_entry_typed()),
             _ => {}
         }
         let text = std::fs::read_to_string(spec).map_err(|e| format!("payload {spec}: {e}"))?;

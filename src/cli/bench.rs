@@ -24,9 +24,14 @@ pub struct BenchArgs {
     /// Calls in flight per connection (stream protocols only; HTTP takes 1).
     #[arg(short = 'p', long, value_name = "D", default_value_t = 1)]
     pipeline: usize,
-    /// What to call: `ping`, `musicentry` (echo of the MusicEntry struct), or a JSON file
+    /// What to call: `ping`, `musicentry` (echo of the MusicEntry struct), `musicentry-typed`
+    /// (the same struct to the typed verb echoMusicEntry), or a JSON file
     /// (a JSON-RPC request object, or any value to echo).
-    #[arg(long, value_name = "ping|musicentry|FILE", default_value = "ping")]
+    #[arg(
+        long,
+        value_name = "ping|musicentry|musicentry-typed|FILE",
+        default_value = "ping"
+    )]
     payload: String,
     /// Seconds to run before measuring.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]

@@ -7,10 +7,10 @@
 //! an error (-32003) instead of an unbounded write.
 
 use crate::heavy;
-use crate::verbs::{CallContext, VerbTable};
+use crate::verbs::{CallContext, Input, Output, VerbTable};
 use futures_util::stream::{self, StreamExt};
-use rpcmux_jsonrpc::{write_error, write_result, Failed, Id, Incoming, Request};
-use rpcmux_value::{RpcError, Value};
+use rpcmux_jsonrpc::{write_error, write_result, write_result_with, Failed, Id, Incoming, Request};
+use rpcmux_value::RpcError;
 use std::sync::Arc;
 
 /// Code of the error that replaces a reply larger than `max_reply`.
@@ -112,20 +112,24 @@ async fn one(
     verbs: &VerbTable,
     ctx: CallContext,
     item: Result<Request, Failed>,
-) -> Option<(Id, Result<Value, RpcError>)> {
+) -> Option<(Id, Result<Output, RpcError>)> {
     match item {
         Err(f) => Some((f.id, Err(f.error))),
         Ok(req) => {
-            let result = verbs.call(&req.method, req.params, ctx).await;
+            let result = verbs
+                .dispatch(&req.method, Input::Tree(req.params), ctx)
+                .await;
             req.id.map(|id| (id, result))
         }
     }
 }
 
-/// Append one reply object; on the blocking pool when its request was big.
-async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Value, RpcError>) {
-    let write = |out: &mut Vec<u8>, id: &Id, r: Result<Value, RpcError>| match r {
-        Ok(v) => write_result(out, id, &v),
+/// Append one reply object (a typed result serialized straight into `out`); on the
+/// blocking pool when its request was big.
+async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, RpcError>) {
+    let write = |out: &mut Vec<u8>, id: &Id, r: Result<Output, RpcError>| match r {
+        Ok(Output::Value(v)) => write_result(out, id, &v),
+        Ok(Output::Typed(t)) => write_result_with(out, id, |o| t.to_json(o)),
         Err(e) => write_error(out, id, &e),
     };
     if size < heavy::OFFLOAD_AT {

@@ -10,12 +10,13 @@ use crate::events::Event;
 use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{CallContext, VerbTable};
+use crate::verbs::{CallContext, Input, Output, VerbTable};
 use bytes::BytesMut;
 use rpcmux_msgpack_rpc::{
-    encode_notification, encode_response, parse_framed, Framed, Limits, Message, MsgpackRpcCodec,
+    encode_notification, encode_response, encode_result_with, split_call, Framed, Limits, Message,
+    MsgpackRpcCodec, SplitCall,
 };
-use rpcmux_value::{Params, RpcError, Value};
+use rpcmux_value::{Params, RpcError};
 use std::sync::Arc;
 
 struct Msgpack {
@@ -25,81 +26,88 @@ struct Msgpack {
     max_reply: usize,
 }
 
-impl Msgpack {
-    /// Start what one message asks; `size` is its length on the wire.
-    fn start(
-        &mut self,
-        msg: Message,
-        size: usize,
-        out: &mut BytesMut,
-        calls: &mut Calls<Done>,
-    ) -> bool {
-        match msg {
-            Message::Request {
-                msgid,
-                method,
-                params,
-            } => {
-                let fut = self
-                    .verbs
-                    .call(&method, Params::Positional(params), self.ctx.clone());
-                calls.start(size, async move { Some(Reply::Value(msgid, fut.await)) });
-                true
-            }
-            Message::Notification { method, params } => {
-                let fut = self
-                    .verbs
-                    .call(&method, Params::Positional(params), self.ctx.clone());
-                calls.start(size, async move {
-                    if let Err(e) = fut.await {
-                        tracing::debug!(%method, error = %e, "notification failed (no reply is sent)");
-                    }
-                    None
-                });
-                true
-            }
-            Message::Invalid {
-                msgid: Some(msgid),
-                error,
-            } => {
-                encode_response(out, msgid, Err(&error));
-                false
-            }
-            Message::Invalid { msgid: None, error } => {
-                tracing::debug!(error = %error, "invalid notification ignored");
-                false
-            }
-            Message::Response { msgid, .. } => {
-                tracing::debug!(msgid, "client sent a response to no request; ignored");
-                false
-            }
+/// What a framed message starts.
+enum Started {
+    /// A call: its msgid (`None` for a notification) and its running reply.
+    Call(Option<u32>, BoxReply),
+    /// An answer owed at once (an invalid request with a msgid).
+    Answer(u32, RpcError),
+    /// Nothing to run or answer.
+    Nothing,
+}
+type BoxReply = futures_util::future::BoxFuture<'static, Result<Output, RpcError>>;
+
+/// Split a framed message at its params and start its call: a typed verb deserializes
+/// its parameters straight from the msgpack bytes, a dynamic one reads them as values.
+fn start_frame(verbs: &VerbTable, frame: &[u8], ctx: CallContext) -> Started {
+    match split_call(frame) {
+        Ok(SplitCall::Call {
+            msgid,
+            method,
+            params,
+        }) => Started::Call(msgid, verbs.dispatch(&method, Input::Msgpack(params), ctx)),
+        Ok(SplitCall::Other(Message::Invalid {
+            msgid: Some(msgid),
+            error,
+        })) => Started::Answer(msgid, error),
+        Ok(SplitCall::Other(Message::Invalid { msgid: None, error })) => {
+            tracing::debug!(error = %error, "invalid notification ignored");
+            Started::Nothing
+        }
+        Ok(SplitCall::Other(Message::Response { msgid, .. })) => {
+            tracing::debug!(msgid, "client sent a response to no request; ignored");
+            Started::Nothing
+        }
+        Ok(SplitCall::Other(_)) => Started::Nothing,
+        Err(e) => {
+            tracing::debug!(error = %e, "unparsable msgpack-rpc message ignored");
+            Started::Nothing
         }
     }
 }
 
-/// Append the reply to `msgid`; one over `max_reply` bytes becomes error -32003.
-fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<&Value, &RpcError>, max_reply: usize) {
+/// Run a started call to its reply (`None` for a notification); a big one's reply is
+/// encoded off the async workers.
+async fn finish(started: Started, size: usize, max_reply: usize) -> Done {
+    match started {
+        Started::Call(Some(msgid), reply) => {
+            let r = reply.await;
+            if size < heavy::OFFLOAD_AT {
+                return Some(Reply::Done(msgid, r));
+            }
+            Some(
+                heavy::run(size, move || {
+                    let mut out = BytesMut::new();
+                    put_reply(&mut out, msgid, r, max_reply);
+                    Reply::Encoded(out)
+                })
+                .await,
+            )
+        }
+        Started::Call(None, reply) => {
+            if let Err(e) = reply.await {
+                tracing::debug!(error = %e, "notification failed (no reply is sent)");
+            }
+            None
+        }
+        Started::Answer(msgid, e) => Some(Reply::Done(msgid, Err(e))),
+        Started::Nothing => None,
+    }
+}
+
+/// Append the reply to `msgid`, a typed result serialized straight into `out`; one
+/// over `max_reply` bytes becomes error -32003.
+fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<Output, RpcError>, max_reply: usize) {
     let start = out.len();
-    encode_response(out, msgid, result);
+    match &result {
+        Ok(Output::Value(v)) => encode_response(out, msgid, Ok(v)),
+        Ok(Output::Typed(t)) => encode_result_with(out, msgid, |o| t.to_msgpack(o)),
+        Err(e) => encode_response(out, msgid, Err(e)),
+    }
     if out.len() - start > max_reply {
         out.truncate(start);
         encode_response(out, msgid, Err(&reply_too_large(max_reply)));
     }
-}
-
-/// The encoded reply of a finished big call, encoded off the async workers.
-async fn encoded_reply(
-    msgid: u32,
-    result: Result<Value, RpcError>,
-    size: usize,
-    max_reply: usize,
-) -> Reply {
-    heavy::run(size, move || {
-        let mut out = BytesMut::new();
-        put_reply(&mut out, msgid, result.as_ref(), max_reply);
-        Reply::Encoded(out)
-    })
-    .await
 }
 
 pub(crate) fn reply_too_large(max: usize) -> RpcError {
@@ -112,7 +120,7 @@ pub(crate) fn reply_too_large(max: usize) -> RpcError {
 /// A finished call's reply: its msgid and outcome, to encode straight into the output
 /// (small calls), or already encoded (big ones); `None` for a notification.
 enum Reply {
-    Value(u32, Result<Value, RpcError>),
+    Done(u32, Result<Output, RpcError>),
     Encoded(BytesMut),
 }
 type Done = Option<Reply>;
@@ -129,8 +137,11 @@ impl Framer for Msgpack {
     ) -> Result<(), Close> {
         while room > 0 {
             let before = input.len();
-            let framed = match self.codec.decode_or_frame(input, heavy::OFFLOAD_AT) {
-                Ok(Some(f)) => f,
+            // Every message comes out framed and unparsed: its call is started from the
+            // frame (`start_frame`), the params decoded by the verb's own reader.
+            let frame = match self.codec.decode_or_frame(input, 0) {
+                Ok(Some(Framed::Raw(f))) => f,
+                Ok(Some(Framed::Message(_))) => unreachable!("raw_from 0 frames every message"),
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     input.clear();
@@ -138,47 +149,33 @@ impl Framer for Msgpack {
                 }
             };
             let size = before - input.len();
-            let started = match framed {
-                Framed::Message(msg) => self.start(msg, size, out, calls),
-                Framed::Raw(frame) => {
-                    // Big: parsed inside the call, off the async workers (see `heavy`).
-                    let (verbs, ctx, max_reply) =
-                        (self.verbs.clone(), self.ctx.clone(), self.max_reply);
-                    calls.start(size, async move {
-                        let frame = frame.freeze();
-                        let parsed = heavy::run(size, move || parse_framed(&frame)).await;
-                        match parsed {
-                            Ok(Message::Request { msgid, method, params }) => {
-                                let r = verbs.call(&method, Params::Positional(params), ctx).await;
-                                Some(encoded_reply(msgid, r, size, max_reply).await)
-                            }
-                            Ok(Message::Notification { method, params }) => {
-                                let _ = verbs.call(&method, Params::Positional(params), ctx).await;
-                                None
-                            }
-                            Ok(Message::Invalid { msgid: Some(msgid), error }) => {
-                                Some(Reply::Value(msgid, Err(error)))
-                            }
-                            Ok(_) => None,
-                            Err(e) => {
-                                tracing::debug!(error = %e, "unparsable msgpack-rpc message ignored");
-                                None
-                            }
-                        }
-                    });
-                    true
+            let max_reply = self.max_reply;
+            if size < heavy::OFFLOAD_AT {
+                match start_frame(&self.verbs, &frame, self.ctx.clone()) {
+                    Started::Nothing => continue,
+                    Started::Answer(msgid, e) => {
+                        put_reply(out, msgid, Err(e), max_reply);
+                        continue;
+                    }
+                    started => calls.start(size, finish(started, size, max_reply)),
                 }
-            };
-            if started {
-                room -= 1;
+            } else {
+                // Big: split and decoded inside the call, off the async workers.
+                let (verbs, ctx) = (self.verbs.clone(), self.ctx.clone());
+                calls.start(size, async move {
+                    let frame = frame.freeze();
+                    let started = heavy::run(size, move || start_frame(&verbs, &frame, ctx)).await;
+                    finish(started, size, max_reply).await
+                });
             }
+            room -= 1;
         }
         Ok(())
     }
 
     fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
         match done {
-            Some(Reply::Value(msgid, r)) => put_reply(out, msgid, r.as_ref(), self.max_reply),
+            Some(Reply::Done(msgid, r)) => put_reply(out, msgid, r, self.max_reply),
             Some(Reply::Encoded(bytes)) => out.extend_from_slice(&bytes),
             None => {}
         }
@@ -235,7 +232,7 @@ pub(crate) async fn answer_http(
             let ctx = info.call_context("msgpack-rpc-http", shared);
             let r = shared
                 .verbs
-                .call(&method, Params::Positional(params), ctx)
+                .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
                 .await;
             (msgid, r)
         }
@@ -243,7 +240,7 @@ pub(crate) async fn answer_http(
             let ctx = info.call_context("msgpack-rpc-http", shared);
             let _ = shared
                 .verbs
-                .call(&method, Params::Positional(params), ctx)
+                .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
                 .await;
             return None;
         }
@@ -256,7 +253,7 @@ pub(crate) async fn answer_http(
     };
     let out = heavy::run(size, move || {
         let mut out = BytesMut::new();
-        put_reply(&mut out, msgid, result.as_ref(), max_reply);
+        put_reply(&mut out, msgid, result, max_reply);
         out
     })
     .await;

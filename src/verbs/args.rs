@@ -15,10 +15,12 @@ impl Args {
         Args { names, values }
     }
 
+    /// How many parameters the verb declares (left-out optional ones read as nil).
     pub fn len(&self) -> usize {
         self.values.len()
     }
 
+    /// Whether the verb declares no parameters.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()
     }

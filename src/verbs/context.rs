@@ -10,9 +10,10 @@ use tokio_util::sync::CancellationToken;
 /// receive server events: its bounded outbox and the token that drops it.
 #[derive(Clone, Debug)]
 pub struct Session {
+    /// The connection's number, unique in this process.
     pub conn_id: u64,
-    pub outbox: mpsc::Sender<Arc<Event>>,
-    pub kill: CancellationToken,
+    pub(crate) outbox: mpsc::Sender<Arc<Event>>,
+    pub(crate) kill: CancellationToken,
 }
 
 /// Per-call facts, cheap to clone.
@@ -28,6 +29,7 @@ pub struct CallContext {
     pub peer_identity: Option<Arc<str>>,
     /// Set on connections that can receive events.
     pub session: Option<Session>,
+    /// The server's events hub: publish here, and subscribed connections receive.
     pub events: Arc<EventHub>,
     /// Fires when the server gives up on calls still running at its shutdown deadline.
     pub(crate) abort: Option<Arc<Abort>>,
@@ -60,6 +62,8 @@ impl Abort {
 }
 
 impl CallContext {
+    /// A context for calling a table directly (tests, embedders' own transports):
+    /// no peer, no session.
     pub fn new(protocol: &'static str, events: Arc<EventHub>) -> Self {
         CallContext {
             protocol,

@@ -1,5 +1,6 @@
 //! The built-in introspection verbs, as XML-RPC clients know them.
 
+use super::output::Output;
 use super::table::Reply;
 use super::{Args, CallContext, VerbTable};
 use rpcmux_value::{RpcError, Value};
@@ -22,7 +23,7 @@ pub(super) fn register(t: &mut VerbTable) {
 }
 
 fn ready(r: Result<Value, RpcError>) -> Reply {
-    Box::pin(std::future::ready(r))
+    Box::pin(std::future::ready(r.map(Output::Value)))
 }
 
 fn list_methods(t: &VerbTable, _: Args, _: CallContext) -> Reply {
@@ -39,7 +40,14 @@ fn target<'t>(t: &'t VerbTable, args: &mut Args) -> Result<&'t super::Verb, RpcE
 }
 
 fn method_help(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
-    ready(target(t, &mut args).map(|v| Value::from(v.help.clone())))
+    ready(target(t, &mut args).map(|v| {
+        let policy = v.policy.describe();
+        if policy.is_empty() {
+            Value::from(v.help.clone())
+        } else {
+            Value::from(format!("{} ({policy})", v.help))
+        }
+    }))
 }
 
 fn method_signature(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {

@@ -1,16 +1,29 @@
 //! The one verb table every protocol calls.
 //!
-//! A verb is registered once with its parameter names and help; positional and
-//! named parameters both map onto the declared names, errors come back as
-//! [`RpcError`] for each framer to put into its own protocol's shape.
+//! A verb is registered once, either typed (its parameters a Rust type that derives
+//! `Deserialize` and `JsonSchema`, its result any `Serialize` type) or dynamic (its
+//! parameters declared by name, read as [`rpcmux_value::Value`]s). Positional and
+//! named parameters both map onto the declared names; errors come back as
+//! [`rpcmux_value::RpcError`] for each framer to put into its own protocol's shape.
 
 mod args;
 mod context;
 mod introspect;
 mod multicall;
+mod openrpc;
+mod output;
+mod params_de;
+mod policy;
+mod schema;
+mod subscriptions;
 mod table;
+mod typed;
 
 pub use args::Args;
 pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
+pub use output::{Encode, Output};
+pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};
+pub use subscriptions::ERR_NO_EVENTS_HERE;
 pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable, ERR_SHUTTING_DOWN};
+pub(crate) use typed::Input;

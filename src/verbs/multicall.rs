@@ -3,6 +3,7 @@
 //! [`PARALLEL`] at a time, and answer in order: a result as a one-element array,
 //! a failure as a `{faultCode, faultString}` struct in its place.
 
+use super::output::Output;
 use super::table::Reply;
 use super::{Args, CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
@@ -32,12 +33,12 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
         return Box::pin(std::future::ready(Err(e)));
     }
     // Start every call now (each borrows the table only while starting), run them later.
-    let pending: Vec<Reply> = calls
+    let pending: Vec<ValueReply> = calls
         .into_iter()
         .map(|c| match split_call(c) {
             Ok((method, _)) if method == "system.multicall" => Box::pin(std::future::ready(Err(
                 RpcError::invalid_request("system.multicall cannot be nested"),
-            ))) as Reply,
+            ))) as ValueReply,
             Ok((method, params)) => t.call(&method, Params::Positional(params), ctx.clone()),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         })
@@ -51,9 +52,11 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
             })
             .collect()
             .await;
-        Ok(Value::Array(results))
+        Ok(Output::Value(Value::Array(results)))
     })
 }
+
+type ValueReply = futures_util::future::BoxFuture<'static, Result<Value, RpcError>>;
 
 fn split_call(call: Value) -> Result<(String, Vec<Value>), RpcError> {
     let Value::Struct(mut m) = call else {

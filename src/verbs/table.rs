@@ -1,38 +1,57 @@
 //! Registration and dispatch.
 
+use super::output::Output;
+use super::policy::{Policy, WhenBusy};
+use super::typed::{Input, Typed, TypedRun};
 use super::{Args, CallContext};
 use futures_util::future::{BoxFuture, FutureExt};
 use rpcmux_value::{Params, RpcError, Value};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use std::collections::HashMap;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::time::Duration;
 
-pub(crate) type Reply = BoxFuture<'static, Result<Value, RpcError>>;
+pub(crate) type Reply = BoxFuture<'static, Result<Output, RpcError>>;
 type Handler = dyn Fn(Args, CallContext) -> Reply + Send + Sync;
 /// A verb built into the table, which needs the table itself (introspection, multicall).
 pub(crate) type Builtin = fn(&VerbTable, Args, CallContext) -> Reply;
 
 enum Run {
     Handler(Arc<Handler>),
+    Typed(Arc<dyn TypedRun>),
     Builtin(Builtin),
 }
 
-/// One declared parameter.
+/// One parameter of a verb, as introspection shows it.
 #[derive(Debug, Clone)]
 pub struct ParamSpec {
+    /// The name callers use for it by name (JSON objects, STOMP, `k=v`).
     pub name: &'static str,
-    /// XML-RPC-style type name for `system.methodSignature` ("int", "string", "struct", ...).
+    /// XML-RPC type name for `system.methodSignature` ("int", "string", "struct", ...).
     pub kind: &'static str,
+    /// Whether a caller may leave it out.
     pub optional: bool,
+    /// Its JSON Schema (from the type, for typed verbs; from `kind` otherwise).
+    pub schema: serde_json::Value,
 }
 
 /// A registered verb.
 pub struct Verb {
+    /// The name it is called by.
     pub name: String,
+    /// Its parameters, in positional order.
     pub params: Vec<ParamSpec>,
+    /// XML-RPC type name of its result.
     pub returns: &'static str,
+    /// JSON Schema of its result.
+    pub result: serde_json::Value,
+    /// What it does, for `system.methodHelp` and `rpc.discover`.
     pub help: String,
+    pub(crate) policy: Policy,
     names: &'static [&'static str],
     run: Run,
 }
@@ -62,15 +81,20 @@ impl Default for VerbTable {
 }
 
 impl VerbTable {
-    /// A table holding only the built-in introspection verbs (`system.*`).
+    /// A table holding only the built-in verbs: introspection (`system.listMethods`,
+    /// `system.methodHelp`, `system.methodSignature`, `rpc.discover`),
+    /// `system.multicall`, and event subscriptions (`subscribe`, `unsubscribe`).
     pub fn new() -> Self {
         let mut t = VerbTable::default();
         super::introspect::register(&mut t);
+        super::openrpc::register(&mut t);
         super::multicall::register(&mut t);
+        super::subscriptions::register(&mut t);
         t
     }
 
-    /// Start registering `name`; finish with [`VerbBuilder::handler`].
+    /// Start registering `name`; finish with [`VerbBuilder::typed`] or
+    /// [`VerbBuilder::handler`].
     pub fn verb(&mut self, name: &str) -> VerbBuilder<'_> {
         VerbBuilder {
             table: self,
@@ -78,19 +102,51 @@ impl VerbTable {
             params: Vec::new(),
             returns: "any",
             help: String::new(),
+            policy: Policy::default(),
         }
     }
 
     /// Make `alias` call `target`.
+    ///
+    /// # Panics
+    /// If `alias` is already a verb or an alias: a name means one thing.
     pub fn alias(&mut self, alias: &str, target: &str) -> &mut Self {
+        self.claim(alias);
         self.aliases.insert(alias.to_owned(), target.to_owned());
         self
     }
 
+    fn claim(&self, name: &str) {
+        assert!(
+            !self.verbs.contains_key(name) && !self.aliases.contains_key(name),
+            "rpcmux: {name:?} is registered twice (a name means one verb; the second registration is refused)"
+        );
+    }
+
+    /// The verb `name` calls (following aliases).
     pub fn get(&self, name: &str) -> Option<&Arc<Verb>> {
         self.verbs
             .get(name)
             .or_else(|| self.aliases.get(name).and_then(|t| self.verbs.get(t)))
+    }
+
+    /// Every verb, sorted by name (aliases not included).
+    pub fn verbs(&self) -> Vec<&Arc<Verb>> {
+        let mut v: Vec<_> = self.verbs.values().collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+
+    /// The aliases of `target`, sorted.
+    pub fn aliases_of(&self, target: &str) -> Vec<&str> {
+        let mut v: Vec<&str> = self
+            .aliases
+            .iter()
+            .filter(|(_, t)| *t == target)
+            .map(|(a, _)| a.as_str())
+            .collect();
+        v.sort();
+        v
     }
 
     /// Every callable name, verbs and aliases, sorted.
@@ -105,43 +161,112 @@ impl VerbTable {
         v
     }
 
-    /// Call `method`. Unknown verb: -32601; bad parameters: -32602; a handler that
-    /// panics: -32603 (the panic is caught here, the server lives on).
-    pub fn call(&self, method: &str, params: Params, ctx: CallContext) -> Reply {
+    /// Call `method` and get its answer as a value. Unknown verb: -32601; bad
+    /// parameters: -32602; a handler that panics: -32603 (the panic is caught here, the
+    /// server lives on); past the verb's timeout: -32004; refused as busy: -32005.
+    pub fn call(
+        &self,
+        method: &str,
+        params: Params,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Result<Value, RpcError>> {
+        let reply = self.dispatch(method, Input::Tree(params), ctx);
+        Box::pin(async move { reply.await?.into_value() })
+    }
+
+    /// Call `method` with parameters as they arrived; the answer stays typed for the
+    /// protocol to encode.
+    pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Reply {
         let Some(verb) = self.get(method) else {
-            let err = RpcError::method_not_found(method);
-            return Box::pin(std::future::ready(Err(err)));
+            return ready(Err(RpcError::method_not_found(method)));
         };
-        let args = match map_params(verb, params) {
-            Ok(a) => a,
-            Err(e) => return Box::pin(std::future::ready(Err(e))),
-        };
-        let handler = match &verb.run {
-            Run::Builtin(f) => return f(self, args, ctx),
-            Run::Handler(h) => h,
-        };
-        let abort = ctx.abort.clone();
-        let started = std::panic::catch_unwind(AssertUnwindSafe(|| handler(args, ctx)));
-        let fut = match started {
-            Ok(fut) => fut,
-            Err(_) => return Box::pin(std::future::ready(Err(panicked(&verb.name)))),
-        };
-        // The verb itself (an `Arc`) names it if it panics: no String per call.
-        let verb = verb.clone();
-        let guarded = AssertUnwindSafe(fut)
-            .catch_unwind()
-            .map(move |r| r.unwrap_or_else(|_| Err(panicked(&verb.name))));
-        match abort {
-            None => Box::pin(guarded),
-            Some(abort) => Box::pin(async move {
-                // Biased: a call that is ready at once never registers with the switch.
-                tokio::select! {
-                    biased;
-                    r = guarded => r,
-                    _ = abort.fired() => Err(shutting_down()),
+        let started = match &verb.run {
+            Run::Builtin(f) => {
+                return match input
+                    .into_params(&verb.name)
+                    .and_then(|p| map_params(verb, p))
+                {
+                    Ok(args) => f(self, args, ctx),
+                    Err(e) => ready(Err(e)),
                 }
-            }),
+            }
+            Run::Handler(h) => {
+                let args = match input
+                    .into_params(&verb.name)
+                    .and_then(|p| map_params(verb, p))
+                {
+                    Ok(a) => a,
+                    Err(e) => return ready(Err(e)),
+                };
+                let abort = ctx.abort.clone();
+                let started = std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx)));
+                (started.map(Ok), abort)
+            }
+            Run::Typed(t) => {
+                let abort = ctx.abort.clone();
+                let started =
+                    std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)));
+                (started, abort)
+            }
+        };
+        match started {
+            (Ok(Ok(fut)), abort) => guard(verb, fut, abort),
+            (Ok(Err(e)), _) => ready(Err(e)),
+            (Err(_), _) => ready(Err(panicked(&verb.name))),
         }
+    }
+}
+
+fn ready(r: Result<Output, RpcError>) -> Reply {
+    Box::pin(std::future::ready(r))
+}
+
+/// A started call, with its panics caught, its verb's policy applied, and the
+/// server's shutdown abort.
+fn guard(verb: &Arc<Verb>, fut: Reply, abort: Option<Arc<super::Abort>>) -> Reply {
+    // The verb itself (an `Arc`) names it if it panics: no String per call.
+    let name_of = verb.clone();
+    let mut fut: Reply = Box::pin(
+        AssertUnwindSafe(fut)
+            .catch_unwind()
+            .map(move |r| r.unwrap_or_else(|_| Err(panicked(&name_of.name)))),
+    );
+    if let Some(limit) = &verb.policy.limit {
+        let permits = limit.permits.clone();
+        fut = match limit.when_busy {
+            WhenBusy::Wait => Box::pin(async move {
+                let _permit = permits.acquire_owned().await;
+                fut.await
+            }),
+            WhenBusy::Refuse => match permits.try_acquire_owned() {
+                Ok(permit) => Box::pin(async move {
+                    let r = fut.await;
+                    drop(permit);
+                    r
+                }),
+                Err(_) => return ready(Err(super::policy::busy(&verb.name, limit.max))),
+            },
+        };
+    }
+    if let Some(t) = verb.policy.timeout {
+        let name_of = verb.clone();
+        fut = Box::pin(async move {
+            match tokio::time::timeout(t, fut).await {
+                Ok(r) => r,
+                Err(_) => Err(super::policy::timed_out(&name_of.name, t)),
+            }
+        });
+    }
+    match abort {
+        None => fut,
+        Some(abort) => Box::pin(async move {
+            // Biased: a call that is ready at once never registers with the switch.
+            tokio::select! {
+                biased;
+                r = fut => r,
+                _ = abort.fired() => Err(shutting_down()),
+            }
+        }),
     }
 }
 
@@ -218,55 +343,141 @@ pub struct VerbBuilder<'t> {
     params: Vec<ParamSpec>,
     returns: &'static str,
     help: String,
+    policy: Policy,
 }
 
 impl VerbBuilder<'_> {
-    /// A required parameter of any type.
-    pub fn param(self, name: &'static str) -> Self {
-        self.typed_param(name, "any", false)
-    }
-
-    /// A parameter that may be left out (it reads as nil).
-    pub fn optional(self, name: &'static str) -> Self {
-        self.typed_param(name, "any", true)
-    }
-
-    /// A parameter with a type name for introspection.
-    pub fn typed_param(mut self, name: &'static str, kind: &'static str, optional: bool) -> Self {
-        self.params.push(ParamSpec {
-            name,
-            kind,
-            optional,
-        });
-        self
-    }
-
-    pub fn returns(mut self, kind: &'static str) -> Self {
-        self.returns = kind;
-        self
-    }
-
+    /// What the verb does (`system.methodHelp`, `rpc.discover`).
     pub fn help(mut self, text: &str) -> Self {
         self.help = text.to_owned();
         self
     }
 
-    /// Finish: register the verb with its async handler (replacing one of the same name).
+    /// Cancel a call still running after `t`; its caller gets error -32004.
+    pub fn timeout(mut self, t: Duration) -> Self {
+        self.policy.timeout = Some(t);
+        self
+    }
+
+    /// Run at most `n` calls of this verb at once; the others wait (the default) or are
+    /// refused with error -32005 (see [`VerbBuilder::when_busy`]).
+    pub fn max_concurrent(mut self, n: usize) -> Self {
+        self.policy.limit(n);
+        self
+    }
+
+    /// What a call finding `max_concurrent` calls running does.
+    pub fn when_busy(mut self, w: WhenBusy) -> Self {
+        self.policy.when_busy(w);
+        self
+    }
+
+    /// Finish with a typed handler: its parameters are the fields of `P` (in order, for
+    /// callers that send them by position; by name for the others), its result any
+    /// `Serialize` type, its error anything that converts into an [`RpcError`]. The
+    /// verb's parameter names, optionality and schemas come from `P` and `R`.
+    ///
+    /// ```
+    /// use rpcmux::{RpcError, VerbTable};
+    /// use schemars::JsonSchema;
+    /// use serde::{Deserialize, Serialize};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Greet {
+    ///     /// Who to greet.
+    ///     name: String,
+    ///     /// How many times (default 1).
+    ///     times: Option<u32>,
+    /// }
+    ///
+    /// #[derive(Serialize, JsonSchema)]
+    /// struct Greeting {
+    ///     text: String,
+    /// }
+    ///
+    /// let mut verbs = VerbTable::new();
+    /// verbs.verb("greet").help("Say hello.").typed(|p: Greet, _ctx| async move {
+    ///     if p.name.is_empty() {
+    ///         return Err(RpcError::new(1, "who?"));
+    ///     }
+    ///     let text = format!("hello, {}", p.name).repeat(p.times.unwrap_or(1) as usize);
+    ///     Ok(Greeting { text })
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    /// If the name is already registered.
+    pub fn typed<P, R, E, F, Fut>(mut self, f: F)
+    where
+        P: DeserializeOwned + JsonSchema + 'static,
+        R: Serialize + JsonSchema + Send + 'static,
+        E: Into<RpcError> + 'static,
+        F: Fn(P, CallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, E>> + Send + 'static,
+    {
+        self.params = super::schema::params_of::<P>();
+        let result = super::schema::schema_of::<R>();
+        self.returns = super::schema::kind_of(&result);
+        let run = Run::Typed(Arc::new(Typed {
+            f,
+            _params: std::marker::PhantomData,
+        }));
+        self.finish(run, Some(result));
+    }
+
+    /// A required parameter of any type, for [`VerbBuilder::handler`].
+    pub fn param(self, name: &'static str) -> Self {
+        self.typed_param(name, "any", false)
+    }
+
+    /// A parameter that may be left out (it reads as nil), for [`VerbBuilder::handler`].
+    pub fn optional(self, name: &'static str) -> Self {
+        self.typed_param(name, "any", true)
+    }
+
+    /// A parameter with an XML-RPC type name for introspection, for
+    /// [`VerbBuilder::handler`].
+    pub fn typed_param(mut self, name: &'static str, kind: &'static str, optional: bool) -> Self {
+        self.params.push(ParamSpec {
+            name,
+            kind,
+            optional,
+            schema: super::schema::schema_of_kind(kind),
+        });
+        self
+    }
+
+    /// The XML-RPC type name of the result, for [`VerbBuilder::handler`].
+    pub fn returns(mut self, kind: &'static str) -> Self {
+        self.returns = kind;
+        self
+    }
+
+    /// Finish with a dynamic handler, which takes its declared parameters as values
+    /// ([`Args`]) and answers a [`Value`].
+    ///
+    /// # Panics
+    /// If the name is already registered.
     pub fn handler<F, Fut>(self, f: F)
     where
         F: Fn(Args, CallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
     {
-        self.finish(Run::Handler(Arc::new(move |args, ctx| {
-            Box::pin(f(args, ctx))
-        })));
+        self.finish(
+            Run::Handler(Arc::new(move |args, ctx| {
+                let fut = f(args, ctx);
+                Box::pin(async move { fut.await.map(Output::Value) })
+            })),
+            None,
+        );
     }
 
     pub(crate) fn builtin(self, f: Builtin) {
-        self.finish(Run::Builtin(f));
+        self.finish(Run::Builtin(f), None);
     }
 
-    fn finish(self, run: Run) {
+    fn finish(self, run: Run, result: Option<serde_json::Value>) {
+        self.table.claim(&self.name);
         // Verbs live for the life of the process; leaking the short name list lets
         // every call's Args borrow it without a refcount.
         let names: &'static [&'static str] = Box::leak(
@@ -278,9 +489,11 @@ impl VerbBuilder<'_> {
         );
         let verb = Verb {
             name: self.name.clone(),
+            result: result.unwrap_or_else(|| super::schema::schema_of_kind(self.returns)),
             params: self.params,
             returns: self.returns,
             help: self.help,
+            policy: self.policy,
             names,
             run,
         };

@@ -35,6 +35,6 @@ pub use id::{Id, IdNumber, NotANumber};
 pub use request::{parse, parse_with, Failed, Incoming, ParseLimits, Request};
 pub use response::{
     parse_response, parse_response_or_notification, write_error, write_notification, write_request,
-    write_result, Response,
+    write_result, write_result_with, Response,
 };
 pub use split::{Split, Splitter};

@@ -23,6 +23,26 @@ pub fn write_result(out: &mut Vec<u8>, id: &Id, result: &Value) {
     out.push(b'}');
 }
 
+/// `{"jsonrpc":"2.0","result":…,"id":…}` whose result `write` appends itself: a server
+/// serializes a typed result straight from its Rust type, with no [`Value`]. If `write`
+/// fails, what it wrote is dropped and the reply is an internal error saying why.
+pub fn write_result_with<E: std::fmt::Display>(
+    out: &mut Vec<u8>,
+    id: &Id,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) {
+    let start = out.len();
+    out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
+    if let Err(e) = write(out) {
+        out.truncate(start);
+        let e = RpcError::internal(format!("cannot encode the result: {e}"));
+        return write_error(out, id, &e);
+    }
+    out.extend_from_slice(br#","id":"#);
+    id.write(out);
+    out.push(b'}');
+}
+
 /// `{"jsonrpc":"2.0","error":{"code":…,"message":…[,"data":…]},"id":…}`
 pub fn write_error(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","error":{"code":"#);

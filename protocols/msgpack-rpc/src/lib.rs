@@ -92,7 +92,7 @@ pub use error::{CodecError, EncodeError};
 pub use error_shape::{error_to_value, value_to_error};
 pub use limits::Limits;
 pub use message::{
-    decode_message, encode_notification, encode_request, encode_response, Message, NOTIFICATION,
-    REQUEST, RESPONSE,
+    decode_message, encode_notification, encode_request, encode_response, encode_result_with,
+    Message, NOTIFICATION, REQUEST, RESPONSE,
 };
 pub use timestamp::TIMESTAMP_EXT;

@@ -152,6 +152,25 @@ pub fn encode_response(out: &mut BytesMut, msgid: u32, result: Result<&Value, &R
     }
 }
 
+/// Append a success reply `[1, msgid, nil, result]` whose result `write` appends itself:
+/// a server encodes a typed result straight from its Rust type, with no [`Value`].
+/// If `write` fails, what it wrote is dropped and the reply is an internal error saying why.
+pub fn encode_result_with<E: std::fmt::Display>(
+    out: &mut BytesMut,
+    msgid: u32,
+    write: impl FnOnce(&mut BytesMut) -> Result<(), E>,
+) {
+    let start = out.len();
+    out.extend_from_slice(&[ARRAY4, RESPONSE]);
+    put_uint(out, u64::from(msgid));
+    put_nil(out);
+    if let Err(e) = write(out) {
+        out.truncate(start);
+        let e = RpcError::internal(format!("cannot encode the result: {e}"));
+        encode_response(out, msgid, Err(&e));
+    }
+}
+
 /// Append the notification `[2, method, params]` to `out` (server events). On error `out`
 /// is left as it was.
 pub fn encode_notification(

@@ -11,6 +11,8 @@ mod de;
 mod error;
 mod from;
 mod map;
+#[cfg(feature = "schemars")]
+mod schema;
 mod ser;
 mod serde_impl;
 

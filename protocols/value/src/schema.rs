@@ -1,0 +1,19 @@
+//! The JSON Schema of [`Value`] (feature `schemars`), so a typed verb may take or return
+//! one and still describe itself.
+
+use crate::Value;
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use std::borrow::Cow;
+
+impl JsonSchema for Value {
+    fn schema_name() -> Cow<'static, str> {
+        "Value".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    /// Any value at all: the empty schema.
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({})
+    }
+}

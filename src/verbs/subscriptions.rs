@@ -1,0 +1,47 @@
+//! The built-in event verbs, `subscribe` and `unsubscribe`: wherever an embedder
+//! publishes events, clients on connections that can carry them may receive them.
+
+use super::{CallContext, VerbTable};
+use rpcmux_value::RpcError;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// Code of the error `subscribe` gets on a connection that cannot carry events (HTTP).
+pub const ERR_NO_EVENTS_HERE: i64 = -32000;
+
+#[derive(Deserialize, JsonSchema)]
+struct Subscribe {
+    /// An event name or a prefix of one ending at a separator (`|virt|`), or `*` for all.
+    pattern: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Unsubscribe {
+    /// The id `subscribe` returned on this connection.
+    id: u64,
+}
+
+pub(super) fn register(t: &mut VerbTable) {
+    t.verb("subscribe")
+        .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP).")
+        .typed(|p: Subscribe, ctx: CallContext| async move {
+            let session = ctx.session.clone().ok_or_else(|| {
+                RpcError::new(
+                    ERR_NO_EVENTS_HERE,
+                    format!(
+                        "{} cannot carry events; use raw-TCP JSON-RPC, msgpack-rpc or STOMP",
+                        ctx.protocol
+                    ),
+                )
+            })?;
+            ctx.events.subscribe(&p.pattern, session)
+        });
+    t.verb("unsubscribe")
+        .help("Cancel a subscription this connection made with subscribe; false if it has none by that id.")
+        .typed(|p: Unsubscribe, ctx: CallContext| async move {
+            Ok::<_, RpcError>(match &ctx.session {
+                Some(session) => ctx.events.unsubscribe(session.conn_id, p.id),
+                None => false,
+            })
+        });
+}

@@ -1,0 +1,98 @@
+//! Typed verbs: a handler that takes its parameters as a Rust type and returns any
+//! `Serialize` type. The type is read straight from what arrived (msgpack bytes through
+//! rmp-serde, or a `Value` tree), and its JSON Schema describes the verb.
+
+use super::output::Output;
+use super::params_de::{explain, ParamsDe, Shape};
+use super::table::Reply;
+use super::CallContext;
+use rpcmux_value::{Params, RpcError, Value};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::future::Future;
+use std::marker::PhantomData;
+
+/// A call's parameters as they arrived: a tree, or still encoded.
+pub(crate) enum Input<'a> {
+    Tree(Params),
+    /// A msgpack params array, from its header on.
+    Msgpack(&'a [u8]),
+}
+
+impl Input<'_> {
+    /// The parameters as a tree, for dynamic verbs.
+    pub fn into_params(self, verb: &str) -> Result<Params, RpcError> {
+        match self {
+            Input::Tree(p) => Ok(p),
+            Input::Msgpack(raw) => {
+                rpcmux_msgpack_rpc::read_params(verb, raw).map(Params::Positional)
+            }
+        }
+    }
+}
+
+/// A typed handler, with its parameter type erased.
+pub(crate) trait TypedRun: Send + Sync {
+    /// Read the parameters and start the handler; a parameter error is -32602.
+    fn start(&self, verb: &str, input: Input<'_>, ctx: CallContext) -> Result<Reply, RpcError>;
+}
+
+pub(crate) struct Typed<P, F> {
+    pub f: F,
+    pub _params: PhantomData<fn(P)>,
+}
+
+fn invalid(verb: &str, e: impl std::fmt::Display) -> RpcError {
+    RpcError::invalid_params(format!("{verb}: {}", explain(e)))
+}
+
+fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError> {
+    match input {
+        Input::Tree(Params::Positional(v)) => {
+            let shape = Shape::Positional(v.len());
+            P::deserialize(ParamsDe {
+                inner: Value::Array(v),
+                shape,
+            })
+            .map_err(|e| invalid(verb, e))
+        }
+        Input::Tree(Params::Named(m)) => {
+            let shape = Shape::Named(m.len());
+            P::deserialize(ParamsDe {
+                inner: Value::Struct(Box::new(m)),
+                shape,
+            })
+            .map_err(|e| invalid(verb, e))
+        }
+        Input::Msgpack(raw) => {
+            let n = rpcmux_msgpack_rpc::params_len(raw)
+                .ok_or_else(|| RpcError::invalid_request("params must be an array"))?;
+            let mut de = rmp_serde::Deserializer::from_read_ref(raw);
+            P::deserialize(ParamsDe {
+                inner: &mut de,
+                shape: Shape::Positional(n),
+            })
+            .map_err(|e| invalid(verb, e))
+        }
+    }
+}
+
+impl<P, F, Fut, R, E> TypedRun for Typed<P, F>
+where
+    P: DeserializeOwned + 'static,
+    F: Fn(P, CallContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn start(&self, verb: &str, input: Input<'_>, ctx: CallContext) -> Result<Reply, RpcError> {
+        let params: P = read(verb, input)?;
+        let fut = (self.f)(params, ctx);
+        Ok(Box::pin(async move {
+            match fut.await {
+                Ok(r) => Ok(Output::Typed(Box::new(r))),
+                Err(e) => Err(e.into()),
+            }
+        }))
+    }
+}
