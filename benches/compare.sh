@@ -116,6 +116,10 @@ start rpcmux-all "$rpcmux" serve --threads 1 --listen 127.0.0.1:0
 start rpcmux-http "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol http
 start rpcmux-jsonrpc-tcp "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol jsonrpc-tcp
 start rpcmux-msgpack "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol msgpack
+# The typed echo (echoMusicEntry: the same bytes, read into a Rust struct and written
+# back from it) runs on the rpcmux-all server, beside the dynamic echo it is compared to.
+ADDR[rpcmux-typed]=${ADDR[rpcmux-all]}
+PID[rpcmux-typed]=${PID[rpcmux-all]}
 start python-xmlrpc python3 "$root/benches/peers/xmlrpc_server.py" "$(free_port)"
 start jsonrpsee "$ceil/jsonrpsee-echo" 127.0.0.1:0
 start msgpack-rpc-python "$msgpack_py" "$root/benches/peers/msgpackrpc_server.py" "$(free_port)"
@@ -205,6 +209,7 @@ wrk_check() {
 }
 
 # bench_load SCENARIO TARGET RUN PROTO CONNS PIPELINE [--echo-server]
+# (PAYLOAD=musicentry-typed in the environment: the typed echo instead of echo)
 bench_load() {
     local scen=$1 tgt=$2 run=$3 proto=$4 conns=$5 pipe=$6 extra=${7:-}
     local f=$out/logs/$scen.$tgt.$run.csv attempt
@@ -212,7 +217,7 @@ bench_load() {
         # Warmup included in the CPU figures: the load is the same throughout.
         timed "$tgt" "$rpcmux" bench --threads 1 -q --csv --proto "$proto" \
             --connections "$conns" --pipeline "$pipe" --duration "$dur" --warmup 1 \
-            --payload musicentry $extra "${ADDR[$tgt]}" >"$f" 2>"$f.err"
+            --payload "${PAYLOAD:-musicentry}" $extra "${ADDR[$tgt]}" >"$f" 2>"$f.err"
         disturbed || break
         log "$scen $tgt run $run: disturbed (other CPU $OTHER_CPU cores), measuring again"
     done
@@ -226,10 +231,14 @@ bench_load() {
 xml_echo=$data/xmlrpc_echo_req.xml
 json_echo=$data/jsonrpc_echo_req.json
 json_ping=$data/jsonrpc_ping_req.json
+xml_typed=$data/xmlrpc_echo_typed_req.xml
+json_typed=$data/jsonrpc_echo_typed_req.json
 
 log "checking every HTTP target answers without faults"
 for t in python-xmlrpc rpcmux-all rpcmux-http rpcmux-machine python-xmlrpc-machine; do wrk_check xmlrpc-echo "$t" "$xml_echo" text/xml; done
 for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "$json_echo" application/json; done
+wrk_check xmlrpc-echo rpcmux-typed "$xml_typed" text/xml
+wrk_check jsonrpc-http-echo rpcmux-typed "$json_typed" application/json
 
 started=$(date +%s)
 # Anything else running on the machine skews every figure: say how busy it was.
@@ -240,10 +249,12 @@ for run in $(seq "$runs"); do
     for t in python-xmlrpc rpcmux-all rpcmux-http hyper-ok; do
         wrk_load xmlrpc-echo "$t" "$run" "$xml_echo" text/xml 64
     done
+    wrk_load xmlrpc-echo rpcmux-typed "$run" "$xml_typed" text/xml 64
     # JSON-RPC over HTTP, echo(MusicEntry), 64 connections.
     for t in jsonrpsee rpcmux-all rpcmux-http hyper-ok; do
         wrk_load jsonrpc-http-echo "$t" "$run" "$json_echo" application/json 64
     done
+    wrk_load jsonrpc-http-echo rpcmux-typed "$run" "$json_typed" application/json 64
     # A new connection per call: every call pays the sniffer. ping, 16 connections.
     for t in rpcmux-all rpcmux-http; do
         wrk_load jsonrpc-http-ping-newconn "$t" "$run" "$json_ping" application/json 16 close
@@ -252,10 +263,12 @@ for run in $(seq "$runs"); do
     bench_load msgpack-echo msgpack-rpc-python "$run" msgpack 16 8
     bench_load msgpack-echo rpcmux-all "$run" msgpack 16 8
     bench_load msgpack-echo rpcmux-msgpack "$run" msgpack 16 8
+    PAYLOAD=musicentry-typed bench_load msgpack-echo rpcmux-typed "$run" msgpack 16 8
     bench_load msgpack-echo tcp-echo "$run" msgpack 16 8 --echo-server
     # JSON-RPC over raw TCP, echo(MusicEntry), 16 x 8.
     bench_load jsonrpc-tcp-echo rpcmux-all "$run" jsonrpc-tcp 16 8
     bench_load jsonrpc-tcp-echo rpcmux-jsonrpc-tcp "$run" jsonrpc-tcp 16 8
+    PAYLOAD=musicentry-typed bench_load jsonrpc-tcp-echo rpcmux-typed "$run" jsonrpc-tcp 16 8
     bench_load jsonrpc-tcp-echo tcp-echo "$run" jsonrpc-tcp 16 8 --echo-server
     # JSON-RPC over STOMP, echo(MusicEntry): 16 x 8, and one connection, one call at a time.
     bench_load stomp-echo rpcmux-all "$run" stomp 16 8

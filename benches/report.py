@@ -37,6 +37,7 @@ TARGETS = {
     "rpcmux-http": "rpcmux `--protocol http`",
     "rpcmux-jsonrpc-tcp": "rpcmux `--protocol jsonrpc-tcp`",
     "rpcmux-msgpack": "rpcmux `--protocol msgpack`",
+    "rpcmux-typed": "rpcmux, typed verb `echoMusicEntry` (all protocols sniffed)",
     "python-xmlrpc": "Python SimpleXMLRPCServer (threading, HTTP/1.1)",
     "jsonrpsee": "jsonrpsee 0.26 HTTP server",
     "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
@@ -112,6 +113,40 @@ def summary_table(runs):
         else:
             cells += ["-", "-"]
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_cpu(rows):
+    """Median over runs of calls per server CPU-second (nan when not measured)."""
+    vals = [float(r["calls_per_sec"]) / float(r["server_cpu"]) for r in rows if float(r["server_cpu"] or 0) > 0]
+    return statistics.median(vals) if vals else float("nan")
+
+
+# (scenario, ceiling) for the typed-vs-dynamic table.
+TYPED = [
+    ("msgpack-echo", "tcp-echo"),
+    ("jsonrpc-tcp-echo", "tcp-echo"),
+    ("jsonrpc-http-echo", "hyper-ok"),
+    ("xmlrpc-echo", "hyper-ok"),
+]
+
+
+def typed_table(runs):
+    lines = [
+        "| workload | dynamic `echo` calls per server CPU-s | typed `echoMusicEntry` calls per server CPU-s | **typed / dynamic** | ceiling calls per server CPU-s | **typed / ceiling** | dynamic / ceiling |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for scen, ceil in TYPED:
+        dyn, typ, c = (runs.get((scen, t)) for t in ("rpcmux-all", "rpcmux-typed", ceil))
+        if not (dyn and typ):
+            continue
+        d, t = per_cpu(dyn), per_cpu(typ)
+        c = per_cpu(c) if c else float("nan")
+        name, _, load = SCENARIOS[scen]
+        lines.append(
+            f"| {name} ({load}) | {fmt_rate(d)} | {fmt_rate(t)} | **{ratio(t, d)}** | "
+            f"{fmt_rate(c)} | **{ratio(t, c)}** | {ratio(d, c)} |"
+        )
     return "\n".join(lines)
 
 
@@ -224,6 +259,17 @@ runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
   sniffing listener was faster, i.e. within noise).
 
 {"![calls per second per workload and server](benchmarks.png)" if plotted else ""}
+
+## Typed verbs against the dynamic path
+
+The same MusicEntry request to the dynamic `echo` (parameters read into a `Value`
+tree, the tree written back) and to the typed `echoMusicEntry` (parameters
+deserialized into a Rust struct straight from the wire for msgpack-rpc, through the
+`Value` tree for JSON and XML-RPC; the struct serialized straight into the reply for
+msgpack and JSON, through a tree for XML-RPC), on the same server in the same run.
+Calls per server CPU-second, so a load generator at its limit does not hide the cost.
+
+{typed_table(runs)}
 
 ## Every server, every workload
 

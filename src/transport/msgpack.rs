@@ -11,9 +11,9 @@ use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
 use crate::verbs::{CallContext, Input, Output, VerbTable};
-use bytes::BytesMut;
+use bytes::{Buf, BytesMut};
 use rpcmux_msgpack_rpc::{
-    encode_notification, encode_response, encode_result_with, split_call, Framed, Limits, Message,
+    encode_notification, encode_response, encode_result_with, split_call, Limits, Message,
     MsgpackRpcCodec, SplitCall,
 };
 use rpcmux_value::{Params, RpcError};
@@ -136,22 +136,21 @@ impl Framer for Msgpack {
         mut room: usize,
     ) -> Result<(), Close> {
         while room > 0 {
-            let before = input.len();
-            // Every message comes out framed and unparsed: its call is started from the
-            // frame (`start_frame`), the params decoded by the verb's own reader.
-            let frame = match self.codec.decode_or_frame(input, 0) {
-                Ok(Some(Framed::Raw(f))) => f,
-                Ok(Some(Framed::Message(_))) => unreachable!("raw_from 0 frames every message"),
+            let size = match self.codec.frame_len(input) {
+                Ok(Some(len)) => len,
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     input.clear();
                     return Err(Close(format!("msgpack-rpc framing error: {e}")));
                 }
             };
-            let size = before - input.len();
             let max_reply = self.max_reply;
             if size < heavy::OFFLOAD_AT {
-                match start_frame(&self.verbs, &frame, self.ctx.clone()) {
+                // Small: the call starts from the bytes in place (a typed verb's params
+                // are deserialized from them), then they are dropped.
+                let started = start_frame(&self.verbs, &input[..size], self.ctx.clone());
+                input.advance(size);
+                match started {
                     Started::Nothing => continue,
                     Started::Answer(msgid, e) => {
                         put_reply(out, msgid, Err(e), max_reply);
@@ -161,9 +160,9 @@ impl Framer for Msgpack {
                 }
             } else {
                 // Big: split and decoded inside the call, off the async workers.
+                let frame = input.split_to(size).freeze();
                 let (verbs, ctx) = (self.verbs.clone(), self.ctx.clone());
                 calls.start(size, async move {
-                    let frame = frame.freeze();
                     let started = heavy::run(size, move || start_frame(&verbs, &frame, ctx)).await;
                     finish(started, size, max_reply).await
                 });

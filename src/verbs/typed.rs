@@ -72,7 +72,15 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
                 inner: &mut de,
                 shape: Shape::Positional(n),
             })
-            .map_err(|e| invalid(verb, e))
+            .or_else(|direct| {
+                // rmp-serde names msgpack markers ("wrong msgpack marker FixStr(3)"), not
+                // types: on this rare path the params are read again as values, so the
+                // caller gets the same message as over every other protocol.
+                match rpcmux_msgpack_rpc::read_params(verb, raw) {
+                    Ok(v) => read(verb, Input::Tree(Params::Positional(v))),
+                    Err(_) => Err(invalid(verb, direct)),
+                }
+            })
         }
     }
 }

@@ -40,6 +40,23 @@ impl MsgpackRpcCodec {
         &self.limits
     }
 
+    /// The length of the whole message at the front of `src`, once it has arrived
+    /// (scanned, so framing and caps hold), leaving `src` as it is: the caller reads
+    /// `&src[..len]` in place (see [`crate::split_call`]) and then advances past it.
+    pub fn frame_len(&mut self, src: &mut BytesMut) -> Result<Option<usize>, CodecError> {
+        match self.scanner.scan(src, &self.limits) {
+            Ok(Scan::Incomplete { need }) => {
+                src.reserve(need.min(MAX_RESERVE));
+                Ok(None)
+            }
+            Ok(Scan::Complete(len)) => Ok(Some(len)),
+            Err(e) => {
+                self.scanner.reset();
+                Err(e)
+            }
+        }
+    }
+
     /// Like [`Decoder::decode`], but a message of at least `raw_from` bytes comes out
     /// framed and unparsed, for the caller to parse elsewhere (a server parses big
     /// messages off its async workers) with [`crate::parse_framed`].
