@@ -1,14 +1,51 @@
-//! Embedding rpcmux: your own verbs on one port for every protocol, plus events.
+//! Embedding rpcmux: your own verbs on one port for every protocol: typed verbs, a
+//! dynamic one, events, per-verb limits and server-wide limits.
 //!
 //! ```sh
 //! cargo run --example embed
 //! curl -s localhost:7777/ -d '{"jsonrpc":"2.0","method":"counter.add","params":{"n":5},"id":1}'
 //! python3 -c 'import xmlrpc.client as x; print(x.ServerProxy("http://127.0.0.1:7777/").counter.get())'
+//! curl -s localhost:7777/ -d '{"jsonrpc":"2.0","method":"rpc.discover","id":1}'   # OpenRPC
+//! # events: subscribe on a raw-TCP connection, then add from another one
+//! (printf '{"jsonrpc":"2.0","method":"subscribe","params":["|counter|"],"id":1}\n'; sleep 5) | nc localhost 7777
 //! ```
 
-use rpcmux::{vstruct, Config, Map, RpcError, Server, Value, VerbTable};
+use rpcmux::{Config, Limits, Map, RpcError, Server, Value, VerbTable, WhenBusy};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// `counter.add`'s parameters: `[n]` by position, or `{"n": ...}` by name.
+#[derive(Deserialize, JsonSchema)]
+struct Add {
+    /// How much to add (not negative).
+    n: i64,
+}
+
+/// What `counter.get` answers.
+#[derive(Serialize, JsonSchema)]
+struct Reading {
+    value: i64,
+    /// The protocol the caller used.
+    via: &'static str,
+}
+
+/// The counter's domain errors, each with its own code in every protocol.
+enum CounterError {
+    Negative,
+    Overflow,
+}
+
+impl From<CounterError> for RpcError {
+    fn from(e: CounterError) -> Self {
+        match e {
+            CounterError::Negative => RpcError::new(10, "n must not be negative"),
+            CounterError::Overflow => RpcError::new(11, "the counter would overflow"),
+        }
+    }
+}
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
@@ -18,38 +55,67 @@ async fn main() -> std::io::Result<()> {
     let c = counter.clone();
     verbs
         .verb("counter.add")
-        .typed_param("n", "int", false)
-        .returns("int")
         .help("Add n to the counter; publishes |counter|changed.")
-        .handler(move |mut args, ctx| {
+        .typed(move |p: Add, ctx| {
             let c = c.clone();
             async move {
-                let n: i64 = args.take(0)?;
-                if n < 0 {
-                    return Err(RpcError::new(10, "n must not be negative"));
+                if p.n < 0 {
+                    return Err(CounterError::Negative);
                 }
-                let now = c.fetch_add(n, Ordering::Relaxed) + n;
+                let before = c.load(Ordering::Relaxed);
+                let now = before.checked_add(p.n).ok_or(CounterError::Overflow)?;
+                c.store(now, Ordering::Relaxed);
                 let mut params = Map::new();
                 params.insert("value".into(), Value::Int(now));
                 ctx.events.publish("|counter|changed", params);
-                Ok(Value::Int(now))
+                Ok(now)
             }
         });
 
     let c = counter.clone();
     verbs
         .verb("counter.get")
-        .returns("struct")
         .help("Read the counter.")
-        .handler(move |_, ctx| {
-            let v = c.load(Ordering::Relaxed);
-            async move { Ok(vstruct! { "value" => v, "via" => ctx.protocol }) }
+        .typed(move |(): (), ctx| {
+            let value = c.load(Ordering::Relaxed);
+            async move {
+                Ok::<_, RpcError>(Reading {
+                    value,
+                    via: ctx.protocol,
+                })
+            }
         });
     verbs.alias("get", "counter.get");
 
-    // The library's default serves only these verbs (no demo verbs).
+    // A slow verb with a policy: cancelled after 2 s (error -32004), at most 4 at once,
+    // a fifth refused at once (error -32005) rather than queued.
+    verbs
+        .verb("report")
+        .help("Build a report (slow).")
+        .timeout(Duration::from_secs(2))
+        .max_concurrent(4)
+        .when_busy(WhenBusy::Refuse)
+        .typed(|(seconds,): (u64,), _ctx| async move {
+            tokio::time::sleep(Duration::from_secs(seconds)).await;
+            Ok::<_, RpcError>(format!("report after {seconds} s"))
+        });
+
+    // A dynamic verb: any value in, the same value out.
+    verbs
+        .verb("echo")
+        .param("value")
+        .help("Return value unchanged.")
+        .handler(|mut args, _ctx| async move { Ok(args.take_value(0)) });
+
+    // The library's default serves only these verbs (no demo verbs); server-wide limits
+    // bound what any one request may cause (see docs/limits.md).
     let config = Config {
         listen: vec!["127.0.0.1:7777".parse().unwrap()],
+        limits: Limits {
+            max_connections: 1_000,
+            max_frame: 1 << 20,
+            ..Limits::default()
+        },
         ..Config::default()
     };
     let server = Server::bind(config, verbs).await?;

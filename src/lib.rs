@@ -4,22 +4,30 @@
 //! framer for its protocol (XML-RPC, JSON-RPC over HTTP, raw TCP or STOMP,
 //! MessagePack-RPC); every framer calls the same [`VerbTable`].
 //!
+//! A verb takes its parameters as a Rust type and returns any `Serialize` type; its
+//! parameter names and schemas come from the types ([`VerbBuilder::typed`]):
+//!
 //! ```no_run
-//! use rpcmux::{Config, Server, VerbTable, Value};
+//! use rpcmux::{Config, RpcError, Server, VerbTable};
 //! # async fn run() -> std::io::Result<()> {
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Greet {
+//!     name: String,
+//!     times: Option<u32>,
+//! }
+//!
 //! let mut verbs = VerbTable::new();
-//! verbs
-//!     .verb("greet")
-//!     .param("name")
-//!     .help("Say hello.")
-//!     .handler(|mut args, _ctx| async move {
-//!         let name: String = args.take(0)?;
-//!         Ok(Value::from(format!("hello, {name}")))
-//!     });
+//! verbs.verb("greet").help("Say hello.").typed(|p: Greet, _ctx| async move {
+//!     let times = p.times.unwrap_or(1) as usize;
+//!     Ok::<_, RpcError>(format!("hello, {}! ", p.name).repeat(times))
+//! });
 //! let server = Server::bind(Config::default(), verbs).await?;
 //! server.run(async { tokio::signal::ctrl_c().await.ok(); }).await;
 //! # Ok(()) }
 //! ```
+//!
+//! Verbs that want the dynamic [`Value`] model declare their parameters by name and
+//! take them as values ([`VerbBuilder::handler`]).
 //!
 //! Features: `client` (the `client` module), `toml` (`Config::from_toml`), `cli` (the
 //! `rpcmux` binary; on by default, with both). `default-features = false` is the
@@ -46,7 +54,12 @@ pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
 pub use transport::stomp::StompConfig;
-pub use verbs::{Args, CallContext, VerbTable, WhenBusy};
+pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
+
+/// The README's Rust examples, compiled by `cargo test --doc` so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExamples;
 
 // What only this repository's binary, tests, benches and fuzz targets use is public but
 // hidden, not API (no semver promise): the binary (src/cli) and the integration tests are
