@@ -304,7 +304,7 @@ mod tests {
             let v = to_value(&s).unwrap();
             assert_eq!(from_value::<Shape>(v).unwrap(), s);
         }
-        assert_eq!(to_value(&u64::MAX).unwrap_err().0.contains("exactly"), true);
+        assert!(to_value(&u64::MAX).unwrap_err().0.contains("exactly"));
         assert_eq!(
             to_value(&(1u64 << 63)).unwrap(),
             Value::Double(9.223372036854776e18)

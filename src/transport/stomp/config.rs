@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 /// STOMP destinations. Matching is VDSM's `.`-hierarchical one: a frame addressed to
-/// `a.b.c` belongs to `a.b.c`, `a.b` and `a` (see [`dest_covers`](super::subscriptions::dest_covers)).
+/// `a.b.c` belongs to `a.b.c`, `a.b` and `a`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
 pub struct StompConfig {
