@@ -155,6 +155,51 @@ pub struct Config {
     /// Networks (CIDR) whose connections may start with a PROXY v1/v2 header, i.e. the
     /// load balancers in front of this server. Anyone else sending one is refused.
     pub proxy_from: Vec<ipnet::IpNet>,
+    /// Metrics, the access log, readiness and draining (`[ops]`).
+    pub ops: OpsConfig,
+}
+
+/// What operators watch and how the server leaves a load balancer's rotation
+/// (docs/operations.md).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OpsConfig {
+    /// Count calls, connections, refusals and bytes, served as Prometheus text at
+    /// `GET /metrics` (default on).
+    pub metrics: bool,
+    /// Serve `/metrics` on this address only (plain HTTP), not on the RPC port.
+    pub metrics_listen: Option<SocketAddr>,
+    /// The level of the one line logged per call (target `rpcmux::access`).
+    pub access_log: crate::observe::AccessLevel,
+    /// Seconds past which a call is logged at warn, whatever `access_log` says.
+    pub slow_call: f64,
+    /// Seconds between the start of shutdown and closing the listeners: `GET /ready`
+    /// answers 503 meanwhile while connections are still accepted, so a balancer that
+    /// polls it takes the server out of rotation before it stops listening.
+    pub drain_delay: f64,
+}
+
+impl Default for OpsConfig {
+    fn default() -> Self {
+        OpsConfig {
+            metrics: true,
+            metrics_listen: None,
+            access_log: Default::default(),
+            slow_call: 1.0,
+            drain_delay: 0.0,
+        }
+    }
+}
+
+impl OpsConfig {
+    /// The `slow_call` field as a `Duration`.
+    pub fn slow_call(&self) -> Duration {
+        secs(self.slow_call)
+    }
+    /// The `drain_delay` field as a `Duration`.
+    pub fn drain_delay(&self) -> Duration {
+        secs(self.drain_delay)
+    }
 }
 
 /// What a listener does with TLS and plaintext clients (both are told apart by the
@@ -227,6 +272,7 @@ impl Default for Config {
             stomp: Default::default(),
             tls: TlsConfig::default(),
             proxy_from: Vec::new(),
+            ops: OpsConfig::default(),
         }
     }
 }

@@ -13,6 +13,7 @@
 use crate::verbs::Session;
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
@@ -42,6 +43,9 @@ struct Subscriber {
 pub struct EventHub {
     conns: RwLock<HashMap<u64, Subscriber>>,
     max_per_conn: usize,
+    /// Events published, subscribers dropped as too slow (for `/metrics`).
+    published: AtomicU64,
+    dropped: AtomicU64,
 }
 
 impl Default for EventHub {
@@ -75,6 +79,8 @@ impl EventHub {
         EventHub {
             conns: RwLock::new(HashMap::new()),
             max_per_conn,
+            published: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
         }
     }
 
@@ -137,6 +143,14 @@ impl EventHub {
         self.read().contains_key(&conn_id)
     }
 
+    /// Events published and subscriber connections dropped as too slow, since start.
+    pub fn counts(&self) -> (u64, u64) {
+        (
+            self.published.load(Ordering::Relaxed),
+            self.dropped.load(Ordering::Relaxed),
+        )
+    }
+
     /// Subscriptions held, over all connections.
     pub fn subscriber_count(&self) -> usize {
         self.read().values().map(|s| s.patterns.len()).sum()
@@ -145,6 +159,7 @@ impl EventHub {
     /// Publish an event to every matching subscriber; returns how many connections
     /// received it (one copy per connection, however many of its patterns match).
     pub fn publish(&self, name: &str, mut params: Map) -> usize {
+        self.published.fetch_add(1, Ordering::Relaxed);
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -169,6 +184,8 @@ impl EventHub {
             }
         }
         if !too_slow.is_empty() {
+            self.dropped
+                .fetch_add(too_slow.len() as u64, Ordering::Relaxed);
             let mut conns = self.write();
             for conn in too_slow {
                 tracing::warn!(

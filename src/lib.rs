@@ -42,6 +42,7 @@ mod events;
 mod front;
 mod heavy;
 mod io;
+mod observe;
 mod proxy;
 mod server;
 mod sniff;
@@ -49,8 +50,9 @@ mod tls;
 mod transport;
 pub mod verbs;
 
-pub use config::{Config, Limits, Proto, TlsConfig, TlsMode};
+pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
 pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
 pub use transport::stomp::StompConfig;

@@ -97,6 +97,40 @@ pub struct ServeArgs {
     /// balancers (repeatable). From anywhere else a PROXY header is refused.
     #[arg(long = "proxy-from", value_name = "CIDR")]
     proxy_from: Vec<ipnet::IpNet>,
+    #[command(flatten)]
+    ops: OpsArgs,
+}
+
+/// Metrics, access log, readiness and draining (docs/operations.md).
+#[derive(Args, Debug)]
+struct OpsArgs {
+    /// Do not count or serve metrics (`GET /metrics` answers 404).
+    #[arg(long)]
+    no_metrics: bool,
+    /// Serve /metrics on this address only, not on the RPC port.
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+    /// The level of the one line logged per call (target rpcmux::access; default debug).
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    access_log: Option<rpcmux::AccessLevel>,
+    /// Seconds past which a call is logged at warn (default 1).
+    #[arg(long, value_name = "SECS")]
+    slow_call: Option<f64>,
+    /// Seconds /ready answers 503 before the listeners close at shutdown (default 0).
+    #[arg(long, value_name = "SECS")]
+    drain_delay: Option<f64>,
+}
+
+impl OpsArgs {
+    fn apply(self, o: &mut rpcmux::OpsConfig) {
+        if self.no_metrics {
+            o.metrics = false;
+        }
+        o.metrics_listen = self.metrics_listen.or(o.metrics_listen);
+        o.access_log = self.access_log.unwrap_or(o.access_log);
+        o.slow_call = self.slow_call.unwrap_or(o.slow_call);
+        o.drain_delay = self.drain_delay.unwrap_or(o.drain_delay);
+    }
 }
 
 impl ServeArgs {
@@ -163,6 +197,7 @@ impl ServeArgs {
             min_body_rate,
             max_subscriptions
         );
+        self.ops.apply(&mut c.ops);
         Ok(c)
     }
 }
@@ -210,6 +245,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
             let mut out = std::io::stdout().lock();
             for addr in server.local_addrs() {
                 let _ = writeln!(out, "listening on {addr}");
+            }
+            if let Some(addr) = server.metrics_addr() {
+                let _ = writeln!(out, "metrics on {addr}");
+                tracing::info!("metrics on {addr}");
             }
             let _ = out.flush();
         }

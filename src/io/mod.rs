@@ -1,7 +1,9 @@
 //! Byte-stream adapters shared by the transports.
 
+mod metered;
 mod rewind;
 
+pub(crate) use metered::Metered;
 pub use rewind::Rewind;
 
 /// Any stream a transport can run on: plain TCP, TLS, or one of those with

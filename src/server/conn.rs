@@ -9,7 +9,7 @@
 use super::per_ip::{Held, Kind};
 use super::refusals::Refusal;
 use super::Shared;
-use crate::io::{Rewind, Stream};
+use crate::io::{Metered, Rewind, Stream};
 use crate::sniff::{self, Decision, Detected};
 use crate::transport;
 use bytes::{Bytes, BytesMut};
@@ -30,6 +30,8 @@ pub(crate) struct ConnInfo {
     pub peer_identity: Option<Arc<str>>,
     /// Which front layers (PROXY header, TLS) are behind us.
     pub stage: crate::front::Stage,
+    /// A correlation id the request carried (HTTP `X-Request-Id` or `FlowID`).
+    pub flow_id: Option<String>,
 }
 
 /// Serve one accepted socket. `counted` is its per-address connection slot (none for a
@@ -47,6 +49,7 @@ pub(crate) async fn handle(
         peer,
         peer_identity: None,
         stage: crate::front::Stage::Start,
+        flow_id: None,
     };
     let mut io = Conn::Plain(stream);
     loop {
@@ -59,6 +62,13 @@ pub(crate) async fn handle(
         if let Err(why) = shared.front.admit(detected, &info) {
             shared.refusals.refuse(Refusal::Front, info.peer, why);
             return;
+        }
+        if let Some(m) = &shared.metrics {
+            m.sniffed
+                .get_or_create(&crate::observe::OutcomeLabel {
+                    outcome: detected.name(),
+                })
+                .inc();
         }
         let rewound = Rewind::new(sniffed, io);
         io = match detected {
@@ -91,7 +101,15 @@ pub(crate) async fn handle(
             framer => {
                 drop(slot);
                 tracing::debug!(peer = %info.peer, conn = info.id, ?framer, "protocol detected");
-                serve_framer(framer, rewound, info, shared).await;
+                let (sniffed, io) = rewound.into_parts();
+                let metered = shared.metrics.as_ref().map(|m| m.connection(framer.name()));
+                let counters = metered.as_ref().map(|c| {
+                    c.received.inc_by(sniffed.len() as u64);
+                    (c.received.clone(), c.sent.clone())
+                });
+                let io = Rewind::new(sniffed, Metered::new(io, counters));
+                serve_framer(framer, io, info, shared).await;
+                drop(metered);
                 drop(counted);
                 return;
             }
@@ -103,7 +121,12 @@ pub(crate) async fn handle(
 /// Run the framer. Each is boxed: a connection still sniffing then holds only the small
 /// sniffing state, not room for the largest framer's (an async fn's state is as big as
 /// its biggest await point).
-async fn serve_framer(what: Detected, io: Rewind<Conn>, info: ConnInfo, shared: Arc<Shared>) {
+async fn serve_framer(
+    what: Detected,
+    io: Rewind<Metered<Conn>>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) {
     match what {
         Detected::Http => Box::pin(transport::http::serve(io, info, shared)).await,
         Detected::JsonTcp => Box::pin(transport::json_tcp::serve(io, info, shared)).await,
@@ -203,6 +226,7 @@ impl ConnInfo {
         let mut ctx = crate::CallContext::new(protocol, shared.events.clone());
         ctx.peer = Some(self.peer);
         ctx.peer_identity = self.peer_identity.clone();
+        ctx.flow_id = self.flow_id.clone();
         ctx.abort = Some(shared.abort_calls.clone());
         ctx
     }

@@ -40,6 +40,9 @@ pub async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, tracker: Ta
                 continue;
             }
         };
+        if let Some(m) = &shared.metrics {
+            m.connections_accepted.inc();
+        }
         let Ok(permit) = shared.conns.clone().try_acquire_owned() else {
             let detail = "connection cap reached (max_connections)";
             shared.refusals.refuse(Refusal::Connections, peer, detail);

@@ -44,11 +44,17 @@ pub struct Shared {
     pub next_conn: AtomicU64,
     /// PROXY trust and TLS, in front of the protocols.
     pub(crate) front: crate::front::Front,
+    /// The metrics (`[ops] metrics`), `None` when off.
+    pub(crate) metrics: Option<Arc<crate::observe::Metrics>>,
+    /// Set when shutdown begins: `GET /ready` answers 503 from then on.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
 }
 
 /// A bound server, ready to run.
 pub struct Server {
     listeners: Vec<TcpListener>,
+    /// `[ops] metrics_listen`: `/metrics` alone, off the RPC port.
+    metrics_listener: Option<TcpListener>,
     shared: Arc<Shared>,
 }
 
@@ -60,6 +66,22 @@ impl Server {
             crate::demo::register(&mut verbs);
         }
         verbs.max_batch = config.limits.max_batch;
+        let metrics = config
+            .ops
+            .metrics
+            .then(|| Arc::new(crate::observe::Metrics::new()));
+        let access = crate::observe::AccessLog {
+            level: config.ops.access_log,
+            slow: config.ops.slow_call(),
+        };
+        verbs.observer = Some(Arc::new(crate::observe::Observer::new(
+            metrics.clone(),
+            access,
+        )));
+        let metrics_listener = match config.ops.metrics_listen {
+            Some(addr) if metrics.is_some() => Some(listener::bind(addr, config.limits.backlog)?),
+            _ => None,
+        };
         let front = crate::front::Front::from_config(&config)?;
         let mut listeners = Vec::new();
         for addr in &config.listen {
@@ -82,9 +104,15 @@ impl Server {
             abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),
             front,
+            metrics,
+            draining: Default::default(),
             config,
         });
-        Ok(Server { listeners, shared })
+        Ok(Server {
+            listeners,
+            metrics_listener,
+            shared,
+        })
     }
 
     /// The bound addresses, with the real ports.
@@ -95,12 +123,20 @@ impl Server {
             .collect()
     }
 
+    /// The address `/metrics` is served on when `[ops] metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
     /// The hub verbs publish events to; embedders may publish too.
     pub fn events(&self) -> Arc<EventHub> {
         self.shared.events.clone()
     }
 
-    /// Serve until `signal` completes; then stop accepting, let calls in flight finish
+    /// Serve until `signal` completes; then answer `GET /ready` with 503, keep
+    /// accepting for `[ops] drain_delay`, stop accepting, let calls in flight finish
     /// (up to the shutdown timeout), and return.
     pub async fn run(self, signal: impl Future<Output = ()>) {
         let tracker = TaskTracker::new();
@@ -111,7 +147,21 @@ impl Server {
                 tracker.clone(),
             ));
         }
+        if let Some(l) = self.metrics_listener {
+            tracker.spawn(crate::transport::metrics_only::serve(
+                l,
+                self.shared.clone(),
+            ));
+        }
         signal.await;
+        self.shared
+            .draining
+            .store(true, std::sync::atomic::Ordering::Release);
+        let drain = self.shared.config.ops.drain_delay();
+        if !drain.is_zero() {
+            tracing::info!(?drain, "draining: /ready answers 503, still accepting");
+            tokio::time::sleep(drain).await;
+        }
         tracing::info!("shutting down: no new connections, finishing calls in flight");
         self.shared.shutdown.cancel();
         tracker.close();

@@ -29,7 +29,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    const ALL: [Refusal; 7] = [
+    pub(crate) const ALL: [Refusal; 7] = [
         Refusal::Connections,
         Refusal::ConnectionsPerIp,
         Refusal::Sniffing,
@@ -39,7 +39,7 @@ impl Refusal {
         Refusal::Front,
     ];
 
-    /// The name used in logs (and, later, metric labels).
+    /// The name used in logs and metric labels.
     pub fn name(self) -> &'static str {
         match self {
             Refusal::Connections => "connections",
@@ -104,9 +104,7 @@ impl Refusals {
         }
     }
 
-    /// Refusals counted for one reason since start (nothing reads them but the tests
-    /// yet; a metrics endpoint would).
-    #[cfg(test)]
+    /// Refusals counted for one reason since start (`/metrics` reads them).
     pub fn count(&self, why: Refusal) -> u64 {
         self.total[why as usize].load(Ordering::Relaxed)
     }

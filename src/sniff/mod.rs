@@ -41,6 +41,20 @@ pub enum Detected {
     ProxyHeader,
 }
 
+impl Detected {
+    /// Its name in logs and metric labels.
+    pub fn name(self) -> &'static str {
+        match self {
+            Detected::Http => "http",
+            Detected::JsonTcp => "jsonrpc-tcp",
+            Detected::Msgpack => "msgpack-rpc",
+            Detected::Stomp => "stomp",
+            Detected::Tls => "tls",
+            Detected::ProxyHeader => "proxy",
+        }
+    }
+}
+
 /// The sniffer's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {

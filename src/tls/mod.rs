@@ -65,6 +65,11 @@ pub(crate) async fn handshake<S: Stream>(
         _ = shared.shutdown.cancelled() => return None,
         r = tokio::time::timeout(deadline, tls.acceptor.accept(io)) => r,
     };
+    if !matches!(done, Ok(Ok(_))) {
+        if let Some(m) = &shared.metrics {
+            m.tls_failed.inc();
+        }
+    }
     let stream = match done {
         Err(_) => {
             let detail = format!("TLS handshake deadline passed ({deadline:?})");

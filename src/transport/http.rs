@@ -1,4 +1,5 @@
-//! HTTP/1.x (hyper): RPC bodies routed by Content-Type, plus `GET /health`.
+//! HTTP/1.x (hyper): RPC bodies routed by Content-Type, plus `GET /`, `/health`,
+//! `/ready` and `/metrics`.
 //!
 //! `application/json`, `application/json-rpc` (jsonrpclib), or no Content-Type with
 //! a JSON body (tinyrpc sends none) are JSON-RPC. Errors that happen before a body
@@ -196,18 +197,62 @@ async fn serve_until_idle<S: Stream>(
 
 async fn route(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
     match (req.method(), req.uri().path()) {
-        (&Method::GET | &Method::HEAD, "/health") => text(StatusCode::OK, "ok\n"),
         (&Method::POST, _) => rpc(req, shared, info).await,
+        (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
+            Some(r) => r,
+            None => text(StatusCode::NOT_FOUND, INDEX),
+        },
         _ => {
-            let mut r = text(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "POST an RPC body, or GET /health\n",
-            );
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, INDEX);
             r.headers_mut()
                 .insert(ALLOW, HeaderValue::from_static("POST, GET"));
             r
         }
     }
+}
+
+/// What `GET /` says: the endpoints, for whoever points a browser or curl at the port.
+const INDEX: &str = "rpcmux: XML-RPC, JSON-RPC and MessagePack-RPC on this port.
+POST /            an RPC body (text/xml, application/json, application/msgpack)
+GET  /health      200 while the process is up (liveness)
+GET  /ready       200 while serving, 503 once shutdown begins (readiness)
+GET  /metrics     Prometheus metrics (unless served on their own address)
+The same port also speaks JSON-RPC and msgpack-rpc over raw TCP, and STOMP 1.2.
+";
+
+/// The `GET` endpoints; `None`: not one of them. `openmetrics`: the client's Accept
+/// header asks for OpenMetrics (Prometheus does).
+pub(crate) fn get(path: &str, shared: &Shared, openmetrics: bool) -> Option<Reply> {
+    Some(match path {
+        "/" => text(StatusCode::OK, INDEX),
+        "/health" => text(StatusCode::OK, "ok\n"),
+        "/ready" if shared.draining.load(std::sync::atomic::Ordering::Acquire) => {
+            text(StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+        }
+        "/ready" => text(StatusCode::OK, "ready\n"),
+        "/metrics" if shared.config.ops.metrics_listen.is_none() => metrics(shared, openmetrics)?,
+        _ => return None,
+    })
+}
+
+/// `GET /metrics`: the exposition, OpenMetrics or the classic text format; `None`
+/// when metrics are off.
+pub(crate) fn metrics(shared: &Shared, openmetrics: bool) -> Option<Reply> {
+    let text = shared.metrics.as_ref()?.render(shared, openmetrics);
+    let ctype = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; version=0.0.4; charset=utf-8"
+    };
+    Some(with_type(StatusCode::OK, text.into(), ctype))
+}
+
+/// Does the request's Accept header ask for OpenMetrics?
+pub(crate) fn wants_openmetrics<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/openmetrics-text"))
 }
 
 async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
@@ -223,6 +268,9 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     let limits = &shared.config.limits;
     let max = limits.max_body;
     let too_large = |kind: BodyKind| {
+        if let Some(m) = &shared.metrics {
+            m.refused("body");
+        }
         let e = RpcError::invalid_request(format!("request body larger than {max} bytes"));
         error_reply(kind, StatusCode::PAYLOAD_TOO_LARGE, &e)
     };
@@ -242,6 +290,23 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
                 encoding.unwrap_or_default()
             ),
         );
+    };
+    // A correlation id for the access log, as VDSM's clients and proxies send them.
+    let flow_id = ["x-request-id", "flowid", "x-correlation-id"]
+        .iter()
+        .find_map(|h| headers.get(*h))
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().take(128).collect::<String>());
+    let with_flow;
+    let info = match flow_id {
+        Some(f) => {
+            with_flow = ConnInfo {
+                flow_id: Some(f),
+                ..info.clone()
+            };
+            &with_flow
+        }
+        None => info,
     };
     let gzip_reply = headers
         .get(ACCEPT_ENCODING)

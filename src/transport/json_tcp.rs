@@ -93,7 +93,7 @@ impl Framer for JsonTcp {
                     ));
                     line(out, &jsonrpc::error_body(&e));
                     input.clear();
-                    return Err(Close("frame too large".into()));
+                    return Err(Close::over_limit("frame", "frame too large"));
                 }
             }
         }

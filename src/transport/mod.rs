@@ -5,6 +5,7 @@ mod http_body;
 mod http_encoding;
 pub mod json_tcp;
 pub(crate) mod jsonrpc;
+pub(crate) mod metrics_only;
 pub(crate) mod msgpack;
 pub(crate) mod session;
 pub mod stomp;

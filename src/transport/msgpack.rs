@@ -141,7 +141,13 @@ impl Framer for Msgpack {
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     input.clear();
-                    return Err(Close(format!("msgpack-rpc framing error: {e}")));
+                    let why = format!("msgpack-rpc framing error: {e}");
+                    return Err(match e {
+                        rpcmux_msgpack_rpc::CodecError::TooLarge { .. } => {
+                            Close::over_limit("frame", why)
+                        }
+                        _ => Close::new(why),
+                    });
                 }
             };
             let max_reply = self.max_reply;

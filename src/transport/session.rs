@@ -63,9 +63,21 @@ impl<D: Send + 'static> Calls<D> {
     }
 }
 
-/// Why a connection is being closed (logged by the driver).
+/// Why a connection is being closed (logged by the driver), and the limit it broke,
+/// if that is why (counted in `/metrics`).
 #[derive(Debug)]
-pub(crate) struct Close(pub String);
+pub(crate) struct Close(pub String, pub Option<&'static str>);
+
+impl Close {
+    /// A close for `why`.
+    pub fn new(why: impl Into<String>) -> Self {
+        Close(why.into(), None)
+    }
+    /// A close because the peer broke `limit` (`"frame"`, ...).
+    pub fn over_limit(limit: &'static str, why: impl Into<String>) -> Self {
+        Close(why.into(), Some(limit))
+    }
+}
 
 /// A stream protocol's half of the driver.
 pub(crate) trait Framer: Send {
@@ -117,6 +129,8 @@ pub(crate) struct DriveOpts {
     /// The hub and this connection's id: a connection with event subscriptions is
     /// waiting for events, not idle, so the idle timeout leaves it open.
     pub events: (Arc<crate::events::EventHub>, u64),
+    /// Where a close over a limit is counted.
+    pub metrics: Option<Arc<crate::observe::Metrics>>,
 }
 
 impl DriveOpts {
@@ -137,6 +151,7 @@ impl DriveOpts {
             kill,
             peer: info.peer.to_string(),
             events: (shared.events.clone(), info.id),
+            metrics: shared.metrics.clone(),
         }
     }
 }
@@ -266,7 +281,10 @@ pub(crate) async fn drive<R, W, F>(
             // One call per decode: each call's bytes are known and checked before the next.
             let room = 1;
             let before = (input.len(), calls.len());
-            if let Err(Close(why)) = framer.decode(&mut input, &mut out, &mut calls, room) {
+            if let Err(Close(why, limit)) = framer.decode(&mut input, &mut out, &mut calls, room) {
+                if let (Some(m), Some(limit)) = (&opts.metrics, limit) {
+                    m.refused(limit);
+                }
                 tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
                 reading = false;
             } else if calls.len() > before.1 && !input.is_empty() && input.len() < before.0 {
@@ -378,7 +396,7 @@ pub(crate) async fn drive<R, W, F>(
                 }
             }
             _ = ticker.tick(), if reading && tick_every.is_some() => {
-                if let Err(Close(why)) = framer.tick(last_input.elapsed(), &mut out) {
+                if let Err(Close(why, _)) = framer.tick(last_input.elapsed(), &mut out) {
                     tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
                     reading = false;
                 }
@@ -485,6 +503,7 @@ mod tests {
             kill: CancellationToken::new(),
             peer: "test".into(),
             events: (Arc::new(crate::events::EventHub::default()), 1),
+            metrics: None,
         };
         drive(rd, tokio::io::sink(), BytesMut::new(), Swallow, rx, opts).await;
         let room = room.lock().unwrap();

@@ -52,6 +52,8 @@ pub struct Verb {
     /// What it does, for `system.methodHelp` and `rpc.discover`.
     pub help: String,
     pub(crate) policy: Policy,
+    /// Its metric handles, per protocol.
+    pub(crate) stats: crate::observe::StatsCache,
     names: &'static [&'static str],
     run: Run,
 }
@@ -68,6 +70,8 @@ pub struct VerbTable {
     aliases: HashMap<String, String>,
     /// Calls per `system.multicall` (the server sets it from `max_batch`).
     pub(crate) max_batch: usize,
+    /// Metrics and access log, set by the server (none for a table called directly).
+    pub(crate) observer: Option<Arc<crate::observe::Observer>>,
 }
 
 impl Default for VerbTable {
@@ -76,6 +80,7 @@ impl Default for VerbTable {
             verbs: HashMap::new(),
             aliases: HashMap::new(),
             max_batch: crate::Limits::default().max_batch,
+            observer: None,
         }
     }
 }
@@ -177,17 +182,20 @@ impl VerbTable {
     /// Call `method` with parameters as they arrived; the answer stays typed for the
     /// protocol to encode.
     pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Reply {
-        let Some(verb) = self.get(method) else {
-            return ready(Err(RpcError::method_not_found(method)));
+        let verb = self.get(method);
+        let call = self.observer.as_ref().map(|o| o.begin(method, verb, &ctx));
+        let Some(verb) = verb else {
+            return done(call, Err(RpcError::method_not_found(method)));
         };
+        let abort = ctx.abort.clone();
         let started = match &verb.run {
             Run::Builtin(f) => {
-                return match input
+                match input
                     .into_params(&verb.name)
                     .and_then(|p| map_params(verb, p))
                 {
-                    Ok(args) => f(self, args, ctx),
-                    Err(e) => ready(Err(e)),
+                    Ok(args) => Ok(Ok(f(self, args, ctx))),
+                    Err(e) => Ok(Err(e)),
                 }
             }
             Run::Handler(h) => {
@@ -196,34 +204,42 @@ impl VerbTable {
                     .and_then(|p| map_params(verb, p))
                 {
                     Ok(a) => a,
-                    Err(e) => return ready(Err(e)),
+                    Err(e) => return done(call, Err(e)),
                 };
-                let abort = ctx.abort.clone();
-                let started = std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx)));
-                (started.map(Ok), abort)
+                std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok)
             }
             Run::Typed(t) => {
-                let abort = ctx.abort.clone();
-                let started =
-                    std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)));
-                (started, abort)
+                std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)))
             }
         };
         match started {
-            (Ok(Ok(fut)), abort) => guard(verb, fut, abort),
-            (Ok(Err(e)), _) => ready(Err(e)),
-            (Err(_), _) => ready(Err(panicked(&verb.name))),
+            Ok(Ok(fut)) => guard(verb, fut, abort, call),
+            Ok(Err(e)) => done(call, Err(e)),
+            Err(_) => done(call, Err(panicked(&verb.name))),
         }
     }
+}
+
+/// A call that ended before it started running (unknown verb, bad parameters).
+fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Reply {
+    if let Some(c) = call {
+        c.finish(&r);
+    }
+    ready(r)
 }
 
 fn ready(r: Result<Output, RpcError>) -> Reply {
     Box::pin(std::future::ready(r))
 }
 
-/// A started call, with its panics caught, its verb's policy applied, and the
-/// server's shutdown abort.
-fn guard(verb: &Arc<Verb>, fut: Reply, abort: Option<Arc<super::Abort>>) -> Reply {
+/// A started call, with its panics caught, its verb's policy applied, the server's
+/// shutdown abort, and its observation finished when it ends.
+fn guard(
+    verb: &Arc<Verb>,
+    fut: Reply,
+    abort: Option<Arc<super::Abort>>,
+    call: Option<crate::observe::Call>,
+) -> Reply {
     // The verb itself (an `Arc`) names it if it panics: no String per call.
     let name_of = verb.clone();
     let mut fut: Reply = Box::pin(
@@ -244,7 +260,7 @@ fn guard(verb: &Arc<Verb>, fut: Reply, abort: Option<Arc<super::Abort>>) -> Repl
                     drop(permit);
                     r
                 }),
-                Err(_) => return ready(Err(super::policy::busy(&verb.name, limit.max))),
+                Err(_) => return done(call, Err(super::policy::busy(&verb.name, limit.max))),
             },
         };
     }
@@ -257,17 +273,25 @@ fn guard(verb: &Arc<Verb>, fut: Reply, abort: Option<Arc<super::Abort>>) -> Repl
             }
         });
     }
-    match abort {
-        None => fut,
-        Some(abort) => Box::pin(async move {
+    if abort.is_none() && call.is_none() {
+        return fut;
+    }
+    // One box for both: the server's calls always have an abort switch.
+    Box::pin(async move {
+        let r = match abort {
             // Biased: a call that is ready at once never registers with the switch.
-            tokio::select! {
+            Some(abort) => tokio::select! {
                 biased;
                 r = fut => r,
                 _ = abort.fired() => Err(shutting_down()),
-            }
-        }),
-    }
+            },
+            None => fut.await,
+        };
+        if let Some(c) = call {
+            c.finish(&r);
+        }
+        r
+    })
 }
 
 /// Code of the error a call gets when the server stops before it finished.
@@ -494,6 +518,7 @@ impl VerbBuilder<'_> {
             returns: self.returns,
             help: self.help,
             policy: self.policy,
+            stats: Default::default(),
             names,
             run,
         };

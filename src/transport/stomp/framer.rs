@@ -108,7 +108,7 @@ impl Stomp {
         }
         self.emit(&f, out);
         self.state = State::Failed;
-        Close(format!("STOMP error sent: {}", fault.message))
+        Close::new(format!("STOMP error sent: {}", fault.message))
     }
 
     /// Handle one frame; true if it started a call (uses one unit of room).
@@ -246,7 +246,7 @@ impl Stomp {
         self.state = State::Disconnecting;
         self.disconnect_receipt = f.get("receipt").map(str::to_owned);
         self.flush_disconnect(out);
-        Close("client sent DISCONNECT".into())
+        Close::new("client sent DISCONNECT")
     }
 
     fn flush_disconnect(&mut self, out: &mut BytesMut) {
@@ -325,7 +325,7 @@ impl Framer for Stomp {
                     ?every,
                     "STOMP peer missed its heart-beats; closing"
                 );
-                Err(Close(format!(
+                Err(Close::new(format!(
                     "no heart-beat for {silent:?} (promised every {every:?})"
                 )))
             }

@@ -1,0 +1,96 @@
+//! The access log: one line per call, under the `rpcmux::access` target, and a warning
+//! for every call slower than the threshold (VDSM's habit), whatever the level.
+
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// At which level each call is logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "kebab-case")]
+pub enum AccessLevel {
+    /// No line per call (slow calls are still logged).
+    Off,
+    /// At debug: shown with `RUST_LOG=rpcmux::access=debug`; the default, since a line
+    /// per call at 100k calls a second would cost more than the calls.
+    #[default]
+    Debug,
+    /// At info: shown by the default filter.
+    Info,
+}
+
+/// The access log's settings, copied into every call.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AccessLog {
+    pub level: AccessLevel,
+    /// Calls taking longer are logged at warn.
+    pub slow: Duration,
+}
+
+/// One finished call, as logged.
+pub(crate) struct Line<'a> {
+    pub protocol: &'static str,
+    pub method: &'a str,
+    /// The name the client asked for, when no verb has it.
+    pub requested: Option<&'a str>,
+    pub peer: Option<SocketAddr>,
+    pub identity: Option<&'a str>,
+    pub flow_id: Option<&'a str>,
+    pub elapsed: Duration,
+    /// The error code returned; `None` when the call succeeded.
+    pub code: Option<i64>,
+}
+
+macro_rules! line {
+    ($level:expr, $l:expr, $msg:literal) => {
+        tracing::event!(
+            target: "rpcmux::access",
+            $level,
+            protocol = $l.protocol,
+            method = $l.method,
+            requested = $l.requested,
+            peer = $l.peer.map(tracing::field::display),
+            identity = $l.identity,
+            flow_id = $l.flow_id,
+            duration_ms = %Ms($l.elapsed),
+            code = %Code($l.code),
+            $msg
+        )
+    };
+}
+
+/// A duration in milliseconds, to the microsecond.
+struct Ms(Duration);
+
+impl std::fmt::Display for Ms {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3}", self.0.as_secs_f64() * 1000.0)
+    }
+}
+
+/// `ok`, or the error code.
+struct Code(Option<i64>);
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => f.write_str("ok"),
+            Some(c) => write!(f, "{c}"),
+        }
+    }
+}
+
+impl AccessLog {
+    pub fn log(&self, l: &Line<'_>) {
+        if l.elapsed >= self.slow {
+            line!(tracing::Level::WARN, l, "slow call");
+            return;
+        }
+        match self.level {
+            AccessLevel::Off => {}
+            AccessLevel::Debug => line!(tracing::Level::DEBUG, l, "call"),
+            AccessLevel::Info => line!(tracing::Level::INFO, l, "call"),
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! One call's observation: counted when it starts, timed, counted and logged by outcome
+//! when it ends. Started from `VerbTable::dispatch`, finished where its reply is ready.
+
+use super::access::AccessLog;
+use super::metrics::{CallLabels, HandledLabels, Metrics};
+use crate::verbs::{CallContext, Output, Verb};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
+use rpcmux_value::RpcError;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+/// The name `method` carries for a verb that does not exist: metric labels stay
+/// bounded whatever clients send.
+pub(crate) const UNKNOWN: &str = "unknown";
+
+/// What the server does for every call: metrics (when on) and the access log.
+#[derive(Debug)]
+pub(crate) struct Observer {
+    pub metrics: Option<Arc<Metrics>>,
+    pub access: AccessLog,
+    /// Handles for `method="unknown"`, per protocol.
+    unknown: StatsCache,
+}
+
+/// One verb's metric handles per protocol, made on first use: a call then touches its
+/// counters without building a label set or hashing one.
+#[derive(Debug, Default)]
+pub(crate) struct StatsCache(RwLock<Vec<(&'static str, Arc<CallStats>)>>);
+
+#[derive(Debug)]
+pub(crate) struct CallStats {
+    method: Arc<str>,
+    started: Counter,
+    ok: Counter,
+    duration: Histogram,
+}
+
+impl StatsCache {
+    fn get(&self, metrics: &Metrics, protocol: &'static str, method: &str) -> Arc<CallStats> {
+        let found = self
+            .0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .find(|(p, _)| *p == protocol)
+            .map(|(_, s)| s.clone());
+        if let Some(s) = found {
+            return s;
+        }
+        let labels = CallLabels {
+            protocol,
+            method: method.to_owned(),
+        };
+        let stats = Arc::new(CallStats {
+            method: method.into(),
+            started: metrics.started.get_or_create_owned(&labels),
+            ok: metrics.handled.get_or_create_owned(&HandledLabels {
+                protocol,
+                method: method.to_owned(),
+                code: "ok".into(),
+            }),
+            duration: metrics.duration.get_or_create_owned(&labels),
+        });
+        let mut w = self.0.write().unwrap_or_else(|e| e.into_inner());
+        w.push((protocol, stats.clone()));
+        stats
+    }
+}
+
+impl Observer {
+    pub fn new(metrics: Option<Arc<Metrics>>, access: AccessLog) -> Self {
+        Observer {
+            metrics,
+            access,
+            unknown: StatsCache::default(),
+        }
+    }
+
+    /// A call of `requested` starts; `verb` is what it names (`None`: no such verb).
+    pub fn begin(&self, requested: &str, verb: Option<&Arc<Verb>>, ctx: &CallContext) -> Call {
+        let stats = self.metrics.as_ref().map(|m| {
+            let s = match verb {
+                Some(v) => v.stats.get(m, ctx.protocol, &v.name),
+                None => self.unknown.get(m, ctx.protocol, UNKNOWN),
+            };
+            s.started.inc();
+            s
+        });
+        Call {
+            metrics: self.metrics.clone(),
+            stats,
+            started: Instant::now(),
+            protocol: ctx.protocol,
+            method: match verb {
+                Some(v) => Method::Verb(v.clone()),
+                // Only the log shows what was asked for, cut short.
+                None => Method::Unknown(requested.chars().take(64).collect()),
+            },
+            peer: ctx.peer,
+            identity: ctx.peer_identity.clone(),
+            flow_id: ctx.flow_id.clone(),
+            access: self.access,
+        }
+    }
+}
+
+enum Method {
+    Verb(Arc<Verb>),
+    Unknown(String),
+}
+
+/// A call under way.
+pub(crate) struct Call {
+    metrics: Option<Arc<Metrics>>,
+    stats: Option<Arc<CallStats>>,
+    started: Instant,
+    protocol: &'static str,
+    method: Method,
+    peer: Option<SocketAddr>,
+    identity: Option<Arc<str>>,
+    flow_id: Option<String>,
+    access: AccessLog,
+}
+
+impl Call {
+    /// The call ended with `result`.
+    pub fn finish(self, result: &Result<Output, RpcError>) {
+        let elapsed = self.started.elapsed();
+        if let (Some(m), Some(s)) = (&self.metrics, &self.stats) {
+            s.duration.observe(elapsed.as_secs_f64());
+            match result {
+                Ok(_) => {
+                    s.ok.inc();
+                }
+                Err(e) => {
+                    m.handled
+                        .get_or_create(&HandledLabels {
+                            protocol: self.protocol,
+                            method: s.method.to_string(),
+                            code: e.code.to_string(),
+                        })
+                        .inc();
+                }
+            }
+        }
+        self.access.log(&super::access::Line {
+            protocol: self.protocol,
+            method: match &self.method {
+                Method::Verb(v) => &v.name,
+                Method::Unknown(_) => UNKNOWN,
+            },
+            requested: match &self.method {
+                Method::Verb(_) => None,
+                Method::Unknown(asked) => Some(asked),
+            },
+            peer: self.peer,
+            identity: self.identity.as_deref(),
+            flow_id: self.flow_id.as_deref(),
+            elapsed,
+            code: result.as_ref().err().map(|e| e.code),
+        });
+    }
+}

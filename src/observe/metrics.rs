@@ -1,0 +1,286 @@
+//! The Prometheus metrics, with `prometheus-client` doing the exposition.
+//!
+//! Names follow go-grpc-prometheus (`*_started_total`, `*_handled_total` with a `code`
+//! label, `*_handling_seconds`) and OpenTelemetry's RPC conventions for the labels
+//! (`protocol` is `rpc.system` with its transport, `method` is `rpc.method`); the
+//! mapping is in docs/operations.md. Label values are bounded: `method` is a registered
+//! verb's name or `unknown`, never what a client sent; `protocol` is one of a fixed set.
+
+use crate::server::{Refusal, Shared};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::{Registry, Unit};
+use std::sync::atomic::Ordering;
+
+/// OpenTelemetry's default explicit histogram buckets (0 .. 10 s), in seconds.
+pub(crate) const DURATION_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CallLabels {
+    pub protocol: &'static str,
+    pub method: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct HandledLabels {
+    pub protocol: &'static str,
+    pub method: String,
+    /// `ok`, or the error code the caller got.
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ProtocolLabel {
+    pub protocol: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabel {
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LimitLabel {
+    pub limit: &'static str,
+}
+
+fn histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+/// Every metric the server exports.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    pub started: Family<CallLabels, Counter>,
+    pub handled: Family<HandledLabels, Counter>,
+    pub duration: Family<CallLabels, Histogram, fn() -> Histogram>,
+    pub connections_open: Family<ProtocolLabel, Gauge>,
+    pub connections_accepted: Counter,
+    pub sniffed: Family<OutcomeLabel, Counter>,
+    /// Requests refused by a per-request limit (body, frame, batch, reply); connection
+    /// refusals are copied in from [`crate::server::Refusals`] at scrape time.
+    pub limits: Family<LimitLabel, Counter>,
+    pub tls_failed: Counter,
+    subscribers: Gauge,
+    events_published: Counter,
+    subscribers_dropped: Counter,
+    pub bytes_in: Family<ProtocolLabel, Counter>,
+    pub bytes_out: Family<ProtocolLabel, Counter>,
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("rpcmux"),
+            started: Family::default(),
+            handled: Family::default(),
+            duration: Family::new_with_constructor(histogram),
+            connections_open: Family::default(),
+            connections_accepted: Counter::default(),
+            sniffed: Family::default(),
+            limits: Family::default(),
+            tls_failed: Counter::default(),
+            subscribers: Gauge::default(),
+            events_published: Counter::default(),
+            subscribers_dropped: Counter::default(),
+            bytes_in: Family::default(),
+            bytes_out: Family::default(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "calls_started",
+            "Calls started, by protocol and method",
+            m.started.clone(),
+        );
+        r.register(
+            "calls_handled",
+            "Calls finished, by protocol, method and code (ok or the error code returned)",
+            m.handled.clone(),
+        );
+        r.register_with_unit(
+            "call_duration",
+            "Time from a call's start to its result, by protocol and method",
+            Unit::Seconds,
+            m.duration.clone(),
+        );
+        r.register(
+            "connections_open",
+            "Open connections, by the protocol sniffed",
+            m.connections_open.clone(),
+        );
+        r.register(
+            "connections_accepted",
+            "Connections accepted (before any limit or sniffing)",
+            m.connections_accepted.clone(),
+        );
+        r.register(
+            "sniff",
+            "Sniffing outcomes: a protocol (or front layer) detected, deadline, unknown, refused",
+            m.sniffed.clone(),
+        );
+        r.register(
+            "limit_refusals",
+            "Connections and requests refused by a limit, by limit",
+            m.limits.clone(),
+        );
+        r.register(
+            "tls_handshake_failures",
+            "TLS handshakes that failed or timed out",
+            m.tls_failed.clone(),
+        );
+        r.register(
+            "event_subscriptions",
+            "Event subscriptions held by connections",
+            m.subscribers.clone(),
+        );
+        r.register(
+            "events_published",
+            "Events published by verbs",
+            m.events_published.clone(),
+        );
+        r.register(
+            "event_subscribers_dropped",
+            "Subscriber connections closed because they could not keep up",
+            m.subscribers_dropped.clone(),
+        );
+        r.register_with_unit(
+            "received",
+            "Bytes read from clients, by protocol",
+            Unit::Bytes,
+            m.bytes_in.clone(),
+        );
+        r.register_with_unit(
+            "sent",
+            "Bytes written to clients, by protocol",
+            Unit::Bytes,
+            m.bytes_out.clone(),
+        );
+        m
+    }
+
+    /// A connection starts speaking `protocol`: counted open until the guard drops,
+    /// with the counters its bytes go to.
+    pub fn connection(&self, protocol: &'static str) -> OpenConnection {
+        let label = ProtocolLabel { protocol };
+        let open = self.connections_open.get_or_create_owned(&label);
+        open.inc();
+        OpenConnection {
+            open,
+            received: self.bytes_in.get_or_create_owned(&label),
+            sent: self.bytes_out.get_or_create_owned(&label),
+        }
+    }
+
+    /// Count one request refused by a per-request limit (`max_body`, `max_frame`, ...).
+    pub fn refused(&self, limit: &'static str) {
+        self.limits.get_or_create(&LimitLabel { limit }).inc();
+    }
+
+    /// The exposition: OpenMetrics text (what Prometheus asks for), or when
+    /// `openmetrics` is false the classic Prometheus text format (what `curl`,
+    /// `promtool` and older scrapers read).
+    pub fn render(&self, shared: &Shared, openmetrics: bool) -> String {
+        // What other parts already count is copied in now rather than counted twice.
+        for why in Refusal::ALL {
+            let total = shared.refusals.count(why);
+            let c = match why {
+                Refusal::SniffTimeout => self.sniffed.get_or_create_owned(&OutcomeLabel {
+                    outcome: "deadline",
+                }),
+                Refusal::UnknownProtocol => self
+                    .sniffed
+                    .get_or_create_owned(&OutcomeLabel { outcome: "unknown" }),
+                Refusal::Front => self
+                    .sniffed
+                    .get_or_create_owned(&OutcomeLabel { outcome: "refused" }),
+                _ => self
+                    .limits
+                    .get_or_create_owned(&LimitLabel { limit: why.name() }),
+            };
+            c.inner().store(total, Ordering::Relaxed);
+        }
+        let hub = &shared.events;
+        self.subscribers.set(hub.subscriber_count() as i64);
+        let (published, dropped) = hub.counts();
+        self.events_published
+            .inner()
+            .store(published, Ordering::Relaxed);
+        self.subscribers_dropped
+            .inner()
+            .store(dropped, Ordering::Relaxed);
+        let mut out = String::with_capacity(16 << 10);
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        if openmetrics {
+            out
+        } else {
+            classic(&out)
+        }
+    }
+}
+
+/// An open connection's gauge (decremented on drop) and byte counters.
+pub(crate) struct OpenConnection {
+    open: Gauge,
+    pub received: Counter,
+    pub sent: Counter,
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.open.dec();
+    }
+}
+
+/// OpenMetrics text as the classic Prometheus text format (0.0.4): a counter family is
+/// named with its `_total` suffix in `# HELP`/`# TYPE`, and `# UNIT` and `# EOF` go.
+/// `prometheus-client` writes only OpenMetrics; the samples are the same in both.
+fn classic(openmetrics: &str) -> String {
+    let counters: std::collections::HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| l.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line.starts_with("# UNIT ") || line == "# EOF" {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| line.strip_prefix(p).map(|rest| (p, rest)));
+        match meta {
+            Some((prefix, rest)) => {
+                let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                out.push_str(prefix);
+                out.push_str(name);
+                if counters.contains(name) {
+                    out.push_str("_total");
+                }
+                out.push(' ');
+                out.push_str(tail);
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn classic_format_names_counters_with_total_and_drops_openmetrics_lines() {
+        let om = "# HELP rpcmux_x Calls.\n# TYPE rpcmux_x counter\nrpcmux_x_total 3\n# HELP rpcmux_d Time.\n# TYPE rpcmux_d histogram\n# UNIT rpcmux_d seconds\nrpcmux_d_count 1\n# EOF\n";
+        assert_eq!(
+            super::classic(om),
+            "# HELP rpcmux_x_total Calls.\n# TYPE rpcmux_x_total counter\nrpcmux_x_total 3\n# HELP rpcmux_d Time.\n# TYPE rpcmux_d histogram\nrpcmux_d_count 1\n"
+        );
+    }
+}

@@ -1,0 +1,13 @@
+//! What an operator sees: Prometheus metrics (`GET /metrics`) and the per-call access
+//! log. Every call passes through one [`Observer`] in the verb table's dispatch, the one
+//! place every protocol's calls meet, so a call is counted and logged the same way
+//! whatever carried it.
+
+mod access;
+mod call;
+mod metrics;
+
+pub use access::AccessLevel;
+pub(crate) use access::AccessLog;
+pub(crate) use call::{Call, Observer, StatsCache};
+pub(crate) use metrics::{Metrics, OutcomeLabel};
