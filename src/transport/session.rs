@@ -192,6 +192,11 @@ pub(crate) async fn serve<S, F>(
     shared.events.drop_connection(info.id);
 }
 
+/// How long a connection has nothing pending before its buffers are given back.
+/// Giving them back at once cost pipelined connections 10-20% of their calls per CPU
+/// second (each time all replies were out: two allocations and smaller reads after).
+const RELEASE_AFTER: Duration = Duration::from_secs(1);
+
 /// The least free space a read gets in the input buffer.
 const READ_ROOM: usize = 16 * 1024;
 
@@ -252,6 +257,11 @@ pub(crate) async fn drive<R, W, F>(
     tokio::pin!(idle);
     let mut last_input = tokio::time::Instant::now();
     let mut last_reply = last_input;
+    // Buffers are given back once the connection has had nothing pending for
+    // RELEASE_AFTER; the timer is moved only when it fires, never per call.
+    let mut idle_since: Option<tokio::time::Instant> = None;
+    let release = tokio::time::sleep(RELEASE_AFTER);
+    tokio::pin!(release);
     // Since when output has waited without a byte written (None: nothing waits).
     let mut stalled_since: Option<tokio::time::Instant> = None;
     let stalled = tokio::time::sleep(opts.idle_timeout);
@@ -296,16 +306,12 @@ pub(crate) async fn drive<R, W, F>(
             break;
         }
         let idle_now = calls.is_empty() && input.is_empty() && out.is_empty() && !unflushed;
-        if idle_now {
-            // Give the buffers back while nothing is pending (an idle connection holds
-            // no buffer at all; see IDLE_READ_ROOM).
-            if input.capacity() > 0 {
-                input = BytesMut::new();
-            }
-            if out.capacity() > 0 {
-                out = BytesMut::new();
-            }
+        if !idle_now {
+            idle_since = None;
+        } else if idle_since.is_none() {
+            idle_since = Some(tokio::time::Instant::now());
         }
+        let holds_buffers = input.capacity() > 0 || out.capacity() > 0;
         if framer.tick_every() != tick_every {
             tick_every = framer.tick_every();
             ticker = ticker_for(tick_every);
@@ -317,7 +323,11 @@ pub(crate) async fn drive<R, W, F>(
         } else {
             SMALL - input.len().min(SMALL)
         };
-        let want_room = if idle_now { IDLE_READ_ROOM } else { READ_ROOM };
+        let want_room = if input.capacity() == 0 {
+            IDLE_READ_ROOM
+        } else {
+            READ_ROOM
+        };
         if can_read && input.capacity() - input.len() < want_room {
             // A codec reserves only what its next frame still needs; reading into just
             // that made every read end at a frame boundary (one frame per read, so one
@@ -368,6 +378,16 @@ pub(crate) async fn drive<R, W, F>(
                 }
             },
             _ = &mut shutting_down, if reading => reading = false,
+            // Give the buffers back once nothing has been pending for RELEASE_AFTER (an
+            // idle connection then holds no buffer at all; see IDLE_READ_ROOM).
+            _ = &mut release, if idle_since.is_some() && holds_buffers => match idle_since {
+                Some(t) if t.elapsed() >= RELEASE_AFTER => {
+                    input = BytesMut::new();
+                    out = BytesMut::new();
+                }
+                Some(t) => release.as_mut().reset(t + RELEASE_AFTER),
+                None => {}
+            },
             _ = opts.budget.freed(), if wait_for_budget => {}
             // A peer that stops reading holds its output and its calls: the idle timeout
             // bounds how long output may wait without a byte written.
