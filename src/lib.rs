@@ -45,6 +45,8 @@ mod io;
 mod proxy;
 mod server;
 mod sniff;
+#[cfg(target_os = "linux")]
+pub mod systemd;
 mod tls;
 mod transport;
 pub mod verbs;
@@ -53,6 +55,7 @@ pub use config::{Config, Limits, Proto, TlsConfig, TlsMode};
 pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
+pub use tls::TlsReloader;
 pub use transport::stomp::StompConfig;
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 
