@@ -1,8 +1,8 @@
-//! systemd integration (Linux): readiness notification (`Type=notify`) and socket
-//! activation (`rpcmux.socket`). `rpcmux serve` uses both by itself; embedders call
-//! [`listen_fds`] and pass the listeners to
-//! [`Server::from_listeners`](crate::Server::from_listeners), and [`notify`] when
-//! their own process is ready or stopping.
+//! systemd integration (Linux): readiness and reload notification (`Type=notify`,
+//! `Type=notify-reload`) and socket activation (`rpcmux.socket`). `rpcmux serve` uses
+//! them by itself; embedders call [`listen_fds`] and pass the listeners to
+//! [`Server::from_listeners`](crate::Server::from_listeners), and [`notify`] (and
+//! [`reloading`]) when their own process is ready, reloading or stopping.
 //!
 //! Both protocols are written out here rather than taken from a crate: each is a few
 //! lines over std and socket2 (already a dependency), and the `sd-notify` crate (0.5)
@@ -32,6 +32,26 @@ pub fn notify(state: &str) -> io::Result<bool> {
     };
     send(&addr, state.as_bytes())?;
     Ok(true)
+}
+
+/// Tell the service manager a reload has begun: `RELOADING=1` with the
+/// `MONOTONIC_USEC` that `Type=notify-reload` (systemd 253+) requires, so it can tell
+/// this reload from an older one. Send `READY=1` through [`notify`] once it is done,
+/// whatever its outcome: until then `systemctl reload` waits. `Ok(false)` when
+/// `NOTIFY_SOCKET` is unset.
+pub fn reloading() -> io::Result<bool> {
+    notify(&format!("RELOADING=1\nMONOTONIC_USEC={}", monotonic_usec()))
+}
+
+/// CLOCK_MONOTONIC in microseconds, the clock systemd compares `MONOTONIC_USEC` with.
+fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000 + (ts.tv_nsec as u64) / 1_000
 }
 
 /// One datagram to `addr`, as sd_notify(3) sends it.

@@ -1,7 +1,8 @@
 //! systemd integration, end to end, with this test standing in for systemd: it binds
 //! the listening socket and passes it to the real binary as fd 3 (`LISTEN_FDS=1`,
 //! `LISTEN_PID` the server's own pid), and reads the notifications the server sends to
-//! `NOTIFY_SOCKET`, a Unix datagram socket it bound.
+//! `NOTIFY_SOCKET`, a Unix datagram socket it bound (READY, RELOADING on SIGHUP,
+//! STOPPING on SIGTERM).
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -86,6 +87,17 @@ fn activated(listener: &TcpListener, notify: &Notify, args: &[&str]) -> Server {
     Server::spawn_command(cmd, &all)
 }
 
+/// CLOCK_MONOTONIC in microseconds, as systemd reads it.
+fn monotonic_usec() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1_000
+}
+
 fn ping(addr: SocketAddr) -> serde_json::Value {
     let (status, _, body) = http_post(
         addr,
@@ -97,7 +109,7 @@ fn ping(addr: SocketAddr) -> serde_json::Value {
 }
 
 #[test]
-fn serves_the_passed_socket_and_notifies_ready_then_stopping() {
+fn serves_the_passed_socket_and_notifies_ready_reloading_and_stopping() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let notify = Notify::new("ready");
@@ -110,6 +122,30 @@ fn serves_the_passed_socket_and_notifies_ready_then_stopping() {
     );
     // The test's own copy of the socket stays open; close it so only the server accepts.
     drop(listener);
+    assert_eq!(ping(addr), true);
+
+    // SIGHUP (`systemctl reload`, or systemd itself under Type=notify-reload): RELOADING=1
+    // stamped on the clock systemd reads, then READY=1 with the outcome, and no exit.
+    let before = monotonic_usec();
+    let hup = Command::new("kill")
+        .args(["-HUP", &srv.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(hup.success());
+    let reloading = notify.next();
+    let stamp: u64 = reloading
+        .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")
+        .unwrap_or_else(|| panic!("{reloading:?}"))
+        .parse()
+        .unwrap();
+    assert!(
+        stamp >= before && stamp < before + 10_000_000,
+        "{stamp} vs {before}"
+    );
+    assert_eq!(
+        notify.next(),
+        format!("READY=1\nSTATUS=listening on {addr}; nothing to reload")
+    );
     assert_eq!(ping(addr), true);
 
     srv.sigterm();

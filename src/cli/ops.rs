@@ -40,8 +40,12 @@ pub fn inherited(config: &mut Config, explicit_listen: bool) -> std::io::Result<
 
 /// Tell systemd the server is ready (every listener bound). Nothing without systemd.
 pub fn ready(addrs: &[SocketAddr]) {
+    notify(&format!("READY=1\nSTATUS={}", listening(addrs)));
+}
+
+fn listening(addrs: &[SocketAddr]) -> String {
     let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
-    notify(&format!("READY=1\nSTATUS=listening on {}", list.join(", ")));
+    format!("listening on {}", list.join(", "))
 }
 
 /// `signal`, then tell systemd shutdown has begun.
@@ -59,11 +63,13 @@ fn notify(state: &str) {
     let _ = state;
 }
 
-/// Reload the TLS material on every SIGHUP, for as long as the runtime lives. The
-/// handler is installed even with TLS off, so that a SIGHUP (a `systemctl reload`)
-/// never kills the server, as its default action would. Call it inside the runtime,
-/// before announcing readiness: a SIGHUP may follow at once.
-pub fn reload_on_sighup(reloader: Option<TlsReloader>) {
+/// Reload the TLS material on every SIGHUP, for as long as the runtime lives, telling
+/// systemd `RELOADING=1` before and `READY=1` after (with the outcome as `STATUS`), so
+/// `Type=notify-reload` works and `systemctl status` shows a failed reload. The handler
+/// is installed even with TLS off, so that a SIGHUP (a `systemctl reload`) never kills
+/// the server, as its default action would. Call it inside the runtime, before
+/// announcing readiness: a SIGHUP may follow at once.
+pub fn reload_on_sighup(reloader: Option<TlsReloader>, addrs: Vec<SocketAddr>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -76,17 +82,30 @@ pub fn reload_on_sighup(reloader: Option<TlsReloader>) {
         };
         tokio::spawn(async move {
             while hup.recv().await.is_some() {
-                match &reloader {
-                    // Success and failure are both logged by `reload`.
+                #[cfg(target_os = "linux")]
+                if let Err(e) = rpcmux::systemd::reloading() {
+                    tracing::warn!(error = %e, "cannot notify systemd (NOTIFY_SOCKET)");
+                }
+                // Success and failure are both logged by `reload`.
+                let outcome = match &reloader {
                     Some(r) => {
                         tracing::info!("SIGHUP: reloading the TLS certificate, key and client CA");
-                        let _ = r.reload();
+                        match r.reload() {
+                            Ok(()) => "TLS reloaded".to_string(),
+                            Err(e) => format!("TLS reload failed, previous certificate kept: {e}"),
+                        }
                     }
-                    None => tracing::info!("SIGHUP: TLS is off, nothing to reload"),
-                }
+                    None => {
+                        tracing::info!("SIGHUP: TLS is off, nothing to reload");
+                        "nothing to reload".to_string()
+                    }
+                };
+                // One line: a newline would start another assignment.
+                let outcome = outcome.replace('\n', " ");
+                notify(&format!("READY=1\nSTATUS={}; {outcome}", listening(&addrs)));
             }
         });
     }
     #[cfg(not(unix))]
-    let _ = reloader;
+    let _ = (reloader, addrs);
 }

@@ -216,7 +216,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        ops::reload_on_sighup(server.tls_reloader());
+        ops::reload_on_sighup(server.tls_reloader(), server.local_addrs());
         {
             let mut out = std::io::stdout().lock();
             for addr in server.local_addrs() {
