@@ -46,6 +46,8 @@ mod observe;
 mod proxy;
 mod server;
 mod sniff;
+#[cfg(target_os = "linux")]
+pub mod systemd;
 mod tls;
 mod transport;
 pub mod verbs;
@@ -55,6 +57,7 @@ pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
+pub use tls::TlsReloader;
 pub use transport::stomp::StompConfig;
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 

@@ -1,5 +1,6 @@
 //! `rpcmux serve`: flags override the config file, which overrides the defaults.
 
+use super::ops;
 use clap::Args;
 use rpcmux::{Config, Proto, Server, TlsMode, VerbTable};
 use std::io::Write;
@@ -134,21 +135,23 @@ impl OpsArgs {
 }
 
 impl ServeArgs {
-    fn into_config(self) -> Result<Config, String> {
+    /// The settings, and whether listen addresses were given (flag or file) rather
+    /// than defaulted: socket activation replaces only the default (see `ops::inherited`).
+    fn into_config(self) -> Result<(Config, bool), String> {
+        let mut explicit_listen = !self.listen.is_empty();
         let mut c = match &self.config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 let mut c =
                     Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                let keys = text.parse::<toml::Table>().unwrap_or_default();
                 // The library's default is no demo; the binary's is the demo, unless the
                 // file says `demo = false`.
-                if !text
-                    .parse::<toml::Table>()
-                    .is_ok_and(|t| t.contains_key("demo"))
-                {
+                if !keys.contains_key("demo") {
                     c.demo = true;
                 }
+                explicit_listen |= keys.contains_key("listen");
                 c
             }
             None => Config {
@@ -198,7 +201,7 @@ impl ServeArgs {
             max_subscriptions
         );
         self.ops.apply(&mut c.ops);
-        Ok(c)
+        Ok((c, explicit_listen))
     }
 }
 
@@ -210,7 +213,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let threads = args.threads;
-    let config = match args.into_config() {
+    let (mut config, explicit_listen) = match args.into_config() {
         Ok(c) => c,
         Err(e) => {
             eprintln!("rpcmux: {e}");
@@ -229,7 +232,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
         }
     };
     rt.block_on(async move {
-        let server = match Server::bind(config, VerbTable::new()).await {
+        let inherited = match ops::inherited(&mut config, explicit_listen) {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("rpcmux: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let server = match Server::from_listeners(config, VerbTable::new(), inherited).await {
             Ok(s) => s,
             // Bad TLS material (InvalidInput) names its file; say so, not "listen".
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
@@ -241,6 +251,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        ops::reload_on_sighup(server.tls_reloader(), server.local_addrs());
         {
             let mut out = std::io::stdout().lock();
             for addr in server.local_addrs() {
@@ -252,7 +263,8 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
             let _ = out.flush();
         }
-        server.run(shutdown_signal()).await;
+        ops::ready(&server.local_addrs());
+        server.run(ops::stopping_after(shutdown_signal())).await;
         tracing::info!("stopped");
         ExitCode::SUCCESS
     })

@@ -61,7 +61,19 @@ pub struct Server {
 impl Server {
     /// Bind every `config.listen` address (port 0 picks a free port). The demo verbs
     /// are added to `verbs` when `config.demo` is set.
-    pub async fn bind(config: Config, mut verbs: VerbTable) -> io::Result<Server> {
+    pub async fn bind(config: Config, verbs: VerbTable) -> io::Result<Server> {
+        Self::from_listeners(config, verbs, Vec::new()).await
+    }
+
+    /// Like [`bind`](Self::bind), also serving `listeners`: sockets already bound and
+    /// listening, such as those systemd passes on socket activation
+    /// ([`systemd::listen_fds`](crate::systemd::listen_fds)). Every `config.listen`
+    /// address is bound besides them; set `config.listen` empty to serve only these.
+    pub async fn from_listeners(
+        config: Config,
+        mut verbs: VerbTable,
+        listeners: Vec<std::net::TcpListener>,
+    ) -> io::Result<Server> {
         if config.demo {
             crate::demo::register(&mut verbs);
         }
@@ -83,7 +95,13 @@ impl Server {
             _ => None,
         };
         let front = crate::front::Front::from_config(&config)?;
-        let mut listeners = Vec::new();
+        let mut listeners = listeners
+            .into_iter()
+            .map(|l| {
+                l.set_nonblocking(true)?;
+                TcpListener::from_std(l)
+            })
+            .collect::<io::Result<Vec<_>>>()?;
         for addr in &config.listen {
             listeners.push(listener::bind(*addr, config.limits.backlog)?);
         }
@@ -128,6 +146,13 @@ impl Server {
         self.metrics_listener
             .as_ref()
             .and_then(|l| l.local_addr().ok())
+    }
+
+    /// A handle that reloads the TLS certificate, key and client CA from their files
+    /// (what `rpcmux serve` does on SIGHUP); `None` when TLS is off. Take it before
+    /// [`run`](Self::run), which consumes the server.
+    pub fn tls_reloader(&self) -> Option<crate::TlsReloader> {
+        self.shared.front.tls().map(|tls| tls.reloader())
     }
 
     /// The hub verbs publish events to; embedders may publish too.

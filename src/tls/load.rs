@@ -16,14 +16,16 @@ use std::sync::Arc;
 /// the raw-stream protocols send no ALPN at all (then none is negotiated).
 pub const ALPN: &[u8] = b"http/1.1";
 
-/// The rustls configuration for `cfg`, which must name a certificate and a key.
-pub fn server_config(cfg: &TlsConfig) -> io::Result<ServerConfig> {
+/// The rustls configuration for `cfg`, which must name a certificate and a key, and the
+/// leaf certificate it serves (for the log).
+pub fn server_config(cfg: &TlsConfig) -> io::Result<(ServerConfig, CertificateDer<'static>)> {
     let (Some(cert_path), Some(key_path)) = (&cfg.cert, &cfg.key) else {
         return Err(bad(
             "TLS needs both a certificate (--tls-cert) and a key (--tls-key)",
         ));
     };
     let chain = certs(cert_path)?;
+    let leaf = chain[0].clone();
     let key = PrivateKeyDer::from_pem_file(key_path)
         .map_err(|e| bad(format!("TLS key {}: {e}", key_path.display())))?;
     // Explicitly ring: no process-wide default provider to install or race on.
@@ -43,7 +45,7 @@ pub fn server_config(cfg: &TlsConfig) -> io::Result<ServerConfig> {
         ))
     })?;
     config.alpn_protocols = vec![ALPN.to_vec()];
-    Ok(config)
+    Ok((config, leaf))
 }
 
 /// Client certificates must chain to one of the CAs in `path`; a client without a

@@ -5,9 +5,12 @@
 //! scratch, so every protocol the listener speaks in plaintext it also speaks inside
 //! TLS. With a client CA configured, the handshake requires a client certificate that
 //! chains to it, and the verified name ([`identity`]) becomes `peer_identity`.
+//! The certificate, key and client CA can be reloaded while serving ([`reload`]).
 
 mod identity;
 mod load;
+mod reload;
+pub use reload::TlsReloader;
 
 use crate::config::TlsConfig;
 use crate::front::Stage;
@@ -32,20 +35,24 @@ pub fn probe(p: &[u8]) -> Probe {
     }
 }
 
-/// A listener's TLS side: the acceptor and its handshake deadline.
+/// A listener's TLS side: the (reloadable) material and the handshake deadline.
 pub(crate) struct Tls {
-    acceptor: TlsAcceptor,
+    material: Arc<reload::Material>,
     handshake_timeout: Duration,
 }
 
 impl Tls {
     /// Load the certificate, key and client CA named in `cfg`.
     pub fn from_config(cfg: &TlsConfig) -> io::Result<Tls> {
-        let config = load::server_config(cfg)?;
         Ok(Tls {
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            material: Arc::new(reload::Material::load(cfg)?),
             handshake_timeout: cfg.handshake_timeout(),
         })
+    }
+
+    /// A handle that reloads this listener's material from its files.
+    pub fn reloader(&self) -> TlsReloader {
+        TlsReloader(self.material.clone())
     }
 }
 
@@ -61,9 +68,11 @@ pub(crate) async fn handshake<S: Stream>(
     // `front::admit` refuses TLS when it is off.
     let tls = shared.front.tls()?;
     let deadline = tls.handshake_timeout;
+    // The material current now: a reload during the handshake does not change it.
+    let acceptor = TlsAcceptor::from(tls.material.current());
     let done = tokio::select! {
         _ = shared.shutdown.cancelled() => return None,
-        r = tokio::time::timeout(deadline, tls.acceptor.accept(io)) => r,
+        r = tokio::time::timeout(deadline, acceptor.accept(io)) => r,
     };
     if !matches!(done, Ok(Ok(_))) {
         if let Some(m) = &shared.metrics {
