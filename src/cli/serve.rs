@@ -3,16 +3,16 @@
 use clap::Args;
 use rpcmux::{Config, Proto, Server, TlsMode, VerbTable};
 use std::io::Write;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (repeatable; IPv4 or [IPv6]:port; port 0 picks a free port).
+    /// Address to listen on (repeatable; HOST:PORT, IPv4:PORT or [IPv6]:PORT; a name is
+    /// resolved at startup and each of its addresses bound; port 0 picks a free port).
     /// Default 127.0.0.1:54321.
     #[arg(long = "listen", short = 'l', value_name = "ADDR")]
-    listen: Vec<SocketAddr>,
+    listen: Vec<String>,
     /// TOML config file with the same settings (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -123,7 +123,7 @@ impl ServeArgs {
             },
         };
         if !self.listen.is_empty() {
-            c.listen = self.listen;
+            c.listen = Config::resolve_listen(&self.listen).map_err(|e| e.to_string())?;
         }
         if self.no_demo {
             c.demo = false;
@@ -168,12 +168,7 @@ impl ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    super::log::init();
     let threads = args.threads;
     let config = match args.into_config() {
         Ok(c) => c,
