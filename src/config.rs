@@ -6,6 +6,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod listen;
+
 /// Protocols a listener can detect. A listener with fewer enabled sniffs fewer probes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
@@ -139,6 +141,9 @@ fn secs(s: f64) -> Duration {
 pub struct Config {
     /// Addresses to listen on, every protocol on each (default `127.0.0.1:54321`;
     /// port 0 picks a free port, see [`Server::local_addrs`](crate::Server::local_addrs)).
+    /// In a config file, entries may also be `HOST:PORT` names, resolved when the file
+    /// is read ([`Config::resolve_listen`]).
+    #[serde(deserialize_with = "listen::deserialize")]
     pub listen: Vec<SocketAddr>,
     /// Register the demo verbs (`ping`, `echo`, `VM.*`, ...). Off by default so a
     /// library server serves only its own verbs; `rpcmux serve` turns it on unless
@@ -274,6 +279,20 @@ impl Default for Config {
             proxy_from: Vec::new(),
             ops: OpsConfig::default(),
         }
+    }
+}
+
+impl Config {
+    /// Listen addresses from text, as `rpcmux serve --listen` and the config file take
+    /// them: IP literals as they are, `HOST:PORT` names resolved now to every address of
+    /// the name this machine has (each once). A name with none is an error naming it.
+    ///
+    /// ```
+    /// let addrs = rpcmux::Config::resolve_listen(&["localhost:0"]).unwrap();
+    /// assert!(addrs.iter().all(|a| a.ip().is_loopback()));
+    /// ```
+    pub fn resolve_listen<S: AsRef<str>>(specs: &[S]) -> std::io::Result<Vec<SocketAddr>> {
+        listen::resolve(specs)
     }
 }
 

@@ -302,6 +302,19 @@ fn bench_csv_has_a_header_and_one_row() {
 }
 
 #[test]
+fn bench_labels_the_warmup_seconds() {
+    let srv = Server::start(&[]);
+    let addr = srv.addr.to_string();
+    let out = rpcmux(&["bench", "-d", "1", "--warmup", "1", &addr], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "one line per second: {stderr}");
+    assert!(lines[0].ends_with("(warmup)"), "{stderr}");
+    assert!(!lines[1].contains("warmup"), "{stderr}");
+}
+
+#[test]
 fn bench_counts_a_wrong_result_as_an_error() {
     use rpcmux::bench::{self, BenchConfig, Payload};
     use rpcmux::client::{ClientProto, ConnectOpts};

@@ -59,7 +59,7 @@ impl Progress {
 }
 
 /// Run the bench. `on_tick` is called about once a second with the time since start,
-/// whether warmup is still on, and the calls and errors of that last second.
+/// whether that last second was (at least partly) warmup, and its calls and errors.
 pub async fn run(
     cfg: &BenchConfig,
     mut on_tick: impl FnMut(Duration, bool, u64, u64),
@@ -143,24 +143,27 @@ pub async fn run(
     }
     let mut ticker =
         tokio::time::interval_at(start + Duration::from_secs(1), Duration::from_secs(1));
-    let (mut last_calls, mut last_errors) = (0, 0);
+    let (mut last_calls, mut last_errors, mut last_tick) = (0, 0, start);
     loop {
-        tokio::select! {
+        let tick = tokio::select! {
             // A tick due at the very end still prints: a 1 s run shows one progress line.
             biased;
-            _ = ticker.tick() => {}
+            t = ticker.tick() => t,
             _ = tokio::time::sleep_until(end) => break,
-        }
+        };
         let now = Instant::now();
         let calls = progress.calls.load(Ordering::Relaxed);
         let errors = progress.errors.load(Ordering::Relaxed);
+        // The second just counted is warm-up if it began before measuring did. Asking
+        // whether `now` is still in warm-up would call the last warm-up second measured:
+        // the tick that ends it fires a hair after the warm-up ends.
         on_tick(
             now - start,
-            now < measure_from,
+            last_tick < measure_from,
             calls - last_calls,
             errors - last_errors,
         );
-        (last_calls, last_errors) = (calls, errors);
+        (last_calls, last_errors, last_tick) = (calls, errors, tick);
     }
     let mut total = Recorder::new();
     for t in tasks {

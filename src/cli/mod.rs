@@ -2,6 +2,7 @@
 
 mod bench;
 mod call;
+mod log;
 mod ops;
 mod serve;
 mod tls_args;

@@ -10,10 +10,11 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on (repeatable; IPv4 or [IPv6]:port; port 0 picks a free port).
+    /// Address to listen on (repeatable; HOST:PORT, IPv4:PORT or [IPv6]:PORT; a name is
+    /// resolved at startup and each of its addresses bound; port 0 picks a free port).
     /// Default 127.0.0.1:54321.
     #[arg(long = "listen", short = 'l', value_name = "ADDR")]
-    listen: Vec<SocketAddr>,
+    listen: Vec<String>,
     /// TOML config file with the same settings (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -120,6 +121,9 @@ struct OpsArgs {
     /// Seconds /ready answers 503 before the listeners close at shutdown (default 0).
     #[arg(long, value_name = "SECS")]
     drain_delay: Option<f64>,
+    /// Log lines as text (default) or as one JSON object each, for log shippers.
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
+    log_format: super::log::Format,
 }
 
 impl OpsArgs {
@@ -160,7 +164,7 @@ impl ServeArgs {
             },
         };
         if !self.listen.is_empty() {
-            c.listen = self.listen;
+            c.listen = Config::resolve_listen(&self.listen).map_err(|e| e.to_string())?;
         }
         if self.no_demo {
             c.demo = false;
@@ -206,12 +210,7 @@ impl ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    super::log::init(args.ops.log_format);
     let threads = args.threads;
     let (mut config, explicit_listen) = match args.into_config() {
         Ok(c) => c,

@@ -36,7 +36,14 @@ impl Server {
 
     /// Start `cmd` (which runs `rpcmux` with `args`, possibly through a wrapper such as
     /// `prlimit` that execs it, so the child's pid is the server's).
-    pub fn spawn_command(mut cmd: Command, args: &[&str]) -> Server {
+    pub fn spawn_command(cmd: Command, args: &[&str]) -> Server {
+        let want = args.iter().filter(|a| **a == "--listen").count().max(1);
+        Self::spawn_listeners(cmd, want)
+    }
+
+    /// Start `cmd` and wait for `want` "listening on" lines (one `--listen` name may
+    /// stand for several addresses).
+    pub fn spawn_listeners(mut cmd: Command, want: usize) -> Server {
         let mut child = cmd
             .env("RUST_LOG", "info")
             .stdin(Stdio::null())
@@ -58,7 +65,6 @@ impl Server {
         let mut addrs = Vec::new();
         let mut line = String::new();
         // One "listening on" line per listener; the first non-matching line or EOF ends it.
-        let want = args.iter().filter(|a| **a == "--listen").count().max(1);
         while addrs.len() < want {
             line.clear();
             if stdout.read_line(&mut line).unwrap_or(0) == 0 {
