@@ -116,6 +116,8 @@ start rpcmux-all "$rpcmux" serve --threads 1 --listen 127.0.0.1:0
 start rpcmux-http "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol http
 start rpcmux-jsonrpc-tcp "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol jsonrpc-tcp
 start rpcmux-msgpack "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --protocol msgpack
+# The same server with metrics off: what counting costs (XML-RPC and msgpack-rpc rows).
+start rpcmux-nometrics "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --no-metrics
 # The typed echo (echoMusicEntry: the same bytes, read into a Rust struct and written
 # back from it) runs on the rpcmux-all server, beside the dynamic echo it is compared to.
 ADDR[rpcmux-typed]=${ADDR[rpcmux-all]}
@@ -238,6 +240,7 @@ log "checking every HTTP target answers without faults"
 for t in python-xmlrpc rpcmux-all rpcmux-http rpcmux-machine python-xmlrpc-machine; do wrk_check xmlrpc-echo "$t" "$xml_echo" text/xml; done
 for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "$json_echo" application/json; done
 wrk_check xmlrpc-echo rpcmux-typed "$xml_typed" text/xml
+wrk_check xmlrpc-echo rpcmux-nometrics "$xml_echo" text/xml
 wrk_check jsonrpc-http-echo rpcmux-typed "$json_typed" application/json
 
 started=$(date +%s)
@@ -250,6 +253,7 @@ for run in $(seq "$runs"); do
         wrk_load xmlrpc-echo "$t" "$run" "$xml_echo" text/xml 64
     done
     wrk_load xmlrpc-echo rpcmux-typed "$run" "$xml_typed" text/xml 64
+    wrk_load xmlrpc-echo rpcmux-nometrics "$run" "$xml_echo" text/xml 64
     # JSON-RPC over HTTP, echo(MusicEntry), 64 connections.
     for t in jsonrpsee rpcmux-all rpcmux-http hyper-ok; do
         wrk_load jsonrpc-http-echo "$t" "$run" "$json_echo" application/json 64
@@ -264,6 +268,7 @@ for run in $(seq "$runs"); do
     bench_load msgpack-echo rpcmux-all "$run" msgpack 16 8
     bench_load msgpack-echo rpcmux-msgpack "$run" msgpack 16 8
     PAYLOAD=musicentry-typed bench_load msgpack-echo rpcmux-typed "$run" msgpack 16 8
+    bench_load msgpack-echo rpcmux-nometrics "$run" msgpack 16 8
     bench_load msgpack-echo tcp-echo "$run" msgpack 16 8 --echo-server
     # JSON-RPC over raw TCP, echo(MusicEntry), 16 x 8.
     bench_load jsonrpc-tcp-echo rpcmux-all "$run" jsonrpc-tcp 16 8

@@ -38,6 +38,7 @@ TARGETS = {
     "rpcmux-jsonrpc-tcp": "rpcmux `--protocol jsonrpc-tcp`",
     "rpcmux-msgpack": "rpcmux `--protocol msgpack`",
     "rpcmux-typed": "rpcmux, typed verb `echoMusicEntry` (all protocols sniffed)",
+    "rpcmux-nometrics": "rpcmux `--no-metrics` (all protocols sniffed)",
     "python-xmlrpc": "Python SimpleXMLRPCServer (threading, HTTP/1.1)",
     "jsonrpsee": "jsonrpsee 0.26 HTTP server",
     "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
@@ -147,6 +148,21 @@ def typed_table(runs):
             f"| {name} ({load}) | {fmt_rate(d)} | {fmt_rate(t)} | **{ratio(t, d)}** | "
             f"{fmt_rate(c)} | **{ratio(t, c)}** | {ratio(d, c)} |"
         )
+    return "\n".join(lines)
+
+
+def metrics_table(runs):
+    lines = [
+        "| workload | metrics on: calls per server CPU-s | `--no-metrics`: calls per server CPU-s | **cost of metrics** |",
+        "|---|---:|---:|---:|",
+    ]
+    for scen in ("xmlrpc-echo", "msgpack-echo"):
+        on, off = runs.get((scen, "rpcmux-all")), runs.get((scen, "rpcmux-nometrics"))
+        if not (on and off):
+            continue
+        a, b = per_cpu(on), per_cpu(off)
+        name, call, load = SCENARIOS[scen]
+        lines.append(f"| {name}, {call} ({load}) | {fmt_rate(a)} | {fmt_rate(b)} | **{(1 - a / b) * 100:+.1f} %** |")
     return "\n".join(lines)
 
 
@@ -270,6 +286,14 @@ msgpack and JSON, through a tree for XML-RPC), on the same server in the same ru
 Calls per server CPU-second, so a load generator at its limit does not hide the cost.
 
 {typed_table(runs)}
+
+## What metrics cost
+
+The same server build with metrics on (the default: counters, the duration histogram and
+byte counts per call) and with `--no-metrics`, same load, same run; positive: metrics on
+was slower.
+
+{metrics_table(runs)}
 
 ## Every server, every workload
 

@@ -249,3 +249,37 @@ fn access_log_names_every_batch_member_with_its_flow_id() {
         "{log}"
     );
 }
+
+#[test]
+fn json_log_lines_parse_and_carry_the_access_fields() {
+    let server = Server::start(&["--log-format", "json", "--access-log", "info"]);
+    let v = json(
+        &http_post(
+            server.addr,
+            None,
+            br#"{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}"#,
+        )
+        .2,
+    );
+    assert_eq!(v["result"], 1);
+    assert!(server.wait_log("rpcmux::access", Duration::from_secs(5)));
+    let log = server.log();
+    for line in log.lines() {
+        let _: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not a JSON line ({e}): {line}"));
+    }
+    let access: serde_json::Value = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["target"] == "rpcmux::access")
+        .unwrap();
+    let f = &access["fields"];
+    assert_eq!(f["protocol"], "jsonrpc-http");
+    assert_eq!(f["method"], "echo");
+    assert_eq!(f["code"], "ok");
+    assert!(
+        f["peer"].as_str().unwrap().starts_with("127.0.0.1:"),
+        "{access}"
+    );
+    assert!(f["duration_ms"].as_str().unwrap().parse::<f64>().unwrap() >= 0.0);
+}
