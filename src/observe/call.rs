@@ -5,6 +5,7 @@ use super::access::AccessLog;
 use super::metrics::{CallLabels, HandledLabels, Metrics};
 use crate::verbs::{CallContext, Output, Verb};
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use rpcmux_value::RpcError;
 use std::net::SocketAddr;
@@ -32,6 +33,8 @@ pub(crate) struct StatsCache(RwLock<Vec<(&'static str, Arc<CallStats>)>>);
 #[derive(Debug)]
 pub(crate) struct CallStats {
     method: Arc<str>,
+    /// The family errors are counted in, by code (rare: looked up when it happens).
+    handled: Family<HandledLabels, Counter>,
     started: Counter,
     ok: Counter,
     duration: Histogram,
@@ -55,6 +58,7 @@ impl StatsCache {
         };
         let stats = Arc::new(CallStats {
             method: method.into(),
+            handled: metrics.handled.clone(),
             started: metrics.started.get_or_create_owned(&labels),
             ok: metrics.handled.get_or_create_owned(&HandledLabels {
                 protocol,
@@ -89,12 +93,11 @@ impl Observer {
             s
         });
         Call {
-            metrics: self.metrics.clone(),
             stats,
             started: Instant::now(),
             protocol: ctx.protocol,
             method: match verb {
-                Some(v) => Method::Verb(v.clone()),
+                Some(v) => Method::Verb(v.static_name),
                 // Only the log shows what was asked for, cut short.
                 None => Method::Unknown(requested.chars().take(64).collect()),
             },
@@ -107,13 +110,13 @@ impl Observer {
 }
 
 enum Method {
-    Verb(Arc<Verb>),
+    /// A registered verb's name (they live as long as the process).
+    Verb(&'static str),
     Unknown(String),
 }
 
 /// A call under way.
 pub(crate) struct Call {
-    metrics: Option<Arc<Metrics>>,
     stats: Option<Arc<CallStats>>,
     started: Instant,
     protocol: &'static str,
@@ -128,14 +131,14 @@ impl Call {
     /// The call ended with `result`.
     pub fn finish(self, result: &Result<Output, RpcError>) {
         let elapsed = self.started.elapsed();
-        if let (Some(m), Some(s)) = (&self.metrics, &self.stats) {
+        if let Some(s) = &self.stats {
             s.duration.observe(elapsed.as_secs_f64());
             match result {
                 Ok(_) => {
                     s.ok.inc();
                 }
                 Err(e) => {
-                    m.handled
+                    s.handled
                         .get_or_create(&HandledLabels {
                             protocol: self.protocol,
                             method: s.method.to_string(),
@@ -148,7 +151,7 @@ impl Call {
         self.access.log(&super::access::Line {
             protocol: self.protocol,
             method: match &self.method {
-                Method::Verb(v) => &v.name,
+                Method::Verb(v) => v,
                 Method::Unknown(_) => UNKNOWN,
             },
             requested: match &self.method {

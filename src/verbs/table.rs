@@ -54,6 +54,9 @@ pub struct Verb {
     pub(crate) policy: Policy,
     /// Its metric handles, per protocol.
     pub(crate) stats: crate::observe::StatsCache,
+    /// `name`, leaked once at registration: the access log names a call's verb without
+    /// a refcount per call.
+    pub(crate) static_name: &'static str,
     names: &'static [&'static str],
     run: Run,
 }
@@ -519,6 +522,7 @@ impl VerbBuilder<'_> {
             help: self.help,
             policy: self.policy,
             stats: Default::default(),
+            static_name: Box::leak(self.name.clone().into_boxed_str()),
             names,
             run,
         };
