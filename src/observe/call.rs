@@ -35,6 +35,8 @@ pub(crate) struct CallStats {
     method: Arc<str>,
     /// The family errors are counted in, by code (rare: looked up when it happens).
     handled: Family<HandledLabels, Counter>,
+    /// The error codes seen so far, shared by every verb: bounded.
+    codes: Arc<super::metrics::Codes>,
     started: Counter,
     ok: Counter,
     duration: Histogram,
@@ -59,6 +61,7 @@ impl StatsCache {
         let stats = Arc::new(CallStats {
             method: method.into(),
             handled: metrics.handled.clone(),
+            codes: metrics.codes.clone(),
             started: metrics.started.get_or_create_owned(&labels),
             ok: metrics.handled.get_or_create_owned(&HandledLabels {
                 protocol,
@@ -142,7 +145,7 @@ impl Call {
                         .get_or_create(&HandledLabels {
                             protocol: self.protocol,
                             method: s.method.to_string(),
-                            code: e.code.to_string(),
+                            code: s.codes.label(e.code),
                         })
                         .inc();
                 }

@@ -72,6 +72,30 @@ pub(crate) struct Metrics {
     subscribers_dropped: Counter,
     pub bytes_in: Family<ProtocolLabel, Counter>,
     pub bytes_out: Family<ProtocolLabel, Counter>,
+    /// The `code` label values in use.
+    pub codes: std::sync::Arc<Codes>,
+}
+
+/// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they
+/// count as `other`. A verb's codes are its own, but a gateway's upstream, or a handler
+/// that passes on a code it was given, could otherwise grow the label set without end.
+#[derive(Debug, Default)]
+pub(crate) struct Codes(std::sync::Mutex<std::collections::HashSet<i64>>);
+
+impl Codes {
+    /// Distinct codes with a label value of their own.
+    pub const MAX: usize = 64;
+
+    /// The label value for `code`.
+    pub fn label(&self, code: i64) -> String {
+        let mut seen = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.contains(&code) || seen.len() < Self::MAX {
+            seen.insert(code);
+            code.to_string()
+        } else {
+            "other".into()
+        }
+    }
 }
 
 impl Metrics {
@@ -91,6 +115,7 @@ impl Metrics {
             subscribers_dropped: Counter::default(),
             bytes_in: Family::default(),
             bytes_out: Family::default(),
+            codes: Default::default(),
         };
         let r = &mut m.registry;
         r.register(
@@ -275,6 +300,16 @@ fn classic(openmetrics: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn error_code_labels_are_bounded() {
+        let codes = super::Codes::default();
+        for c in 0..super::Codes::MAX as i64 {
+            assert_eq!(codes.label(c), c.to_string());
+        }
+        assert_eq!(codes.label(1_000), "other");
+        assert_eq!(codes.label(5), "5", "a code already seen keeps its label");
+    }
+
     #[test]
     fn classic_format_names_counters_with_total_and_drops_openmetrics_lines() {
         let om = "# HELP rpcmux_x Calls.\n# TYPE rpcmux_x counter\nrpcmux_x_total 3\n# HELP rpcmux_d Time.\n# TYPE rpcmux_d histogram\n# UNIT rpcmux_d seconds\nrpcmux_d_count 1\n# EOF\n";
