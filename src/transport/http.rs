@@ -407,7 +407,7 @@ fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
 async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
     let bounds = Bounds::of(&shared.config.limits);
     let size = body.len();
-    let incoming = match super::jsonrpc::parse(body, bounds).await {
+    let incoming = match super::jsonrpc::parse(body, bounds, &shared.verbs).await {
         Ok(i) => i,
         Err(e) => return (StatusCode::OK, super::jsonrpc::error_body(&e)),
     };

@@ -51,7 +51,7 @@ impl Framer for JsonTcp {
                         let text = frame.split_off(start).freeze();
                         calls.start(size, async move {
                             let mut body = Vec::new();
-                            match jsonrpc::parse(text, bounds).await {
+                            match jsonrpc::parse(text, bounds, &verbs).await {
                                 Ok(incoming) => {
                                     jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
                                         .await
@@ -63,10 +63,7 @@ impl Framer for JsonTcp {
                         room -= 1;
                         continue;
                     }
-                    let limits = rpcmux_jsonrpc::ParseLimits {
-                        max_batch: bounds.max_batch,
-                    };
-                    match rpcmux_jsonrpc::parse_with(&frame[start..], &limits) {
+                    match jsonrpc::parse_now(&frame[start..], bounds, &verbs) {
                         Ok(incoming) => {
                             calls.start(size, async move {
                                 let mut body = Vec::with_capacity(256);

@@ -35,15 +35,27 @@ impl Bounds {
     }
 }
 
-/// Parse a JSON-RPC body, on the blocking pool when it is big.
-pub(crate) async fn parse(body: bytes::Bytes, bounds: Bounds) -> Result<Incoming, RpcError> {
+/// Parse a JSON-RPC body, on the blocking pool when it is big. The params of typed
+/// verbs stay text, for them to deserialize straight into their types.
+pub(crate) async fn parse(
+    body: bytes::Bytes,
+    bounds: Bounds,
+    verbs: &Arc<VerbTable>,
+) -> Result<Incoming, RpcError> {
+    let verbs = verbs.clone();
+    heavy::run(body.len(), move || parse_now(&body, bounds, &verbs)).await
+}
+
+/// Parse a JSON-RPC message here and now (see [`parse`]).
+pub(crate) fn parse_now(
+    body: &[u8],
+    bounds: Bounds,
+    verbs: &VerbTable,
+) -> Result<Incoming, RpcError> {
     let limits = rpcmux_jsonrpc::ParseLimits {
         max_batch: bounds.max_batch,
     };
-    heavy::run(body.len(), move || {
-        rpcmux_jsonrpc::parse_with(&body, &limits)
-    })
-    .await
+    rpcmux_jsonrpc::parse_for(body, &limits, &|m| verbs.is_typed(m))
 }
 
 /// Run what `incoming` asks and write the reply body into `out`. Returns false when
@@ -116,9 +128,11 @@ async fn one(
     match item {
         Err(f) => Some((f.id, Err(f.error))),
         Ok(req) => {
-            let result = verbs
-                .dispatch(&req.method, Input::Tree(req.params), ctx)
-                .await;
+            let input = match &req.raw_params {
+                Some(raw) => Input::Json(raw.get()),
+                None => Input::Tree(req.params),
+            };
+            let result = verbs.dispatch(&req.method, input, ctx).await;
             req.id.map(|id| (id, result))
         }
     }

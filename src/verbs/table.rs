@@ -138,6 +138,12 @@ impl VerbTable {
             .or_else(|| self.aliases.get(name).and_then(|t| self.verbs.get(t)))
     }
 
+    /// Does `method` name a typed verb (which reads its parameters from the wire itself)?
+    pub(crate) fn is_typed(&self, method: &str) -> bool {
+        self.get(method)
+            .is_some_and(|v| matches!(v.run, Run::Typed(_)))
+    }
+
     /// Every verb, sorted by name (aliases not included).
     pub fn verbs(&self) -> Vec<&Arc<Verb>> {
         let mut v: Vec<_> = self.verbs.values().collect();

@@ -17,6 +17,8 @@ pub(crate) enum Input<'a> {
     Tree(Params),
     /// A msgpack params array, from its header on.
     Msgpack(&'a [u8]),
+    /// JSON params (an array or an object) as text, for a typed verb.
+    Json(&'a str),
 }
 
 impl Input<'_> {
@@ -27,6 +29,15 @@ impl Input<'_> {
             Input::Msgpack(raw) => {
                 rpcmux_msgpack_rpc::read_params(verb, raw).map(Params::Positional)
             }
+            // Only typed verbs are given text; a tree is built here all the same.
+            Input::Json(raw) => match serde_json::from_str::<Value>(raw) {
+                Ok(Value::Array(a)) => Ok(Params::Positional(a)),
+                Ok(Value::Struct(m)) => Ok(Params::Named(*m)),
+                Ok(_) => Err(RpcError::invalid_request(
+                    "params must be an array or an object",
+                )),
+                Err(e) => Err(invalid(verb, e)),
+            },
         }
     }
 }
@@ -61,6 +72,26 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
             P::deserialize(ParamsDe {
                 inner: Value::Struct(Box::new(m)),
                 shape,
+            })
+            .map_err(|e| invalid(verb, e))
+        }
+        Input::Json(raw) if raw.starts_with('[') => {
+            // The items' text first (one scan, no values built), for their count.
+            let items: Vec<&serde_json::value::RawValue> =
+                serde_json::from_str(raw).map_err(|e| invalid(verb, e))?;
+            let n = items.len();
+            P::deserialize(ParamsDe {
+                inner: serde::de::value::SeqDeserializer::new(items.into_iter()),
+                shape: Shape::Positional(n),
+            })
+            .map_err(|e| invalid(verb, e))
+        }
+        Input::Json(raw) => {
+            let empty = raw[1..].trim_start().starts_with('}');
+            let mut de = serde_json::Deserializer::from_str(raw);
+            P::deserialize(ParamsDe {
+                inner: &mut de,
+                shape: Shape::Named(usize::from(!empty)),
             })
             .map_err(|e| invalid(verb, e))
         }

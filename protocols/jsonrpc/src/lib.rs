@@ -30,9 +30,12 @@ mod id;
 mod request;
 mod response;
 mod split;
+mod wire;
 
 pub use id::{Id, IdNumber, NotANumber};
-pub use request::{parse, parse_with, Failed, Incoming, ParseLimits, Request};
+pub use request::{
+    parse, parse_for, parse_with, Failed, Incoming, ParseLimits, RawParams, Request,
+};
 pub use response::{
     parse_response, parse_response_or_notification, write_error, write_notification, write_request,
     write_result, write_result_with, Response,

@@ -2,10 +2,10 @@
 
 use crate::exact::{first_inexact_integer, Checked};
 use crate::id::{present_raw, Id};
+use crate::wire::{ParamsIn, Wire, WireSeed};
 use rpcmux_value::{Params, RpcError, Value};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use std::borrow::Cow;
 use std::cell::Cell;
 
 /// One well-formed call. `id: None` is a notification (no reply is sent).
@@ -17,6 +17,26 @@ pub struct Request {
     pub method: String,
     /// By position (an array) or by name (an object); absent params are empty.
     pub params: Params,
+    /// The params as text instead (then `params` is empty), for a method the caller of
+    /// [`parse_for`] said reads them itself: an array or an object, not yet parsed.
+    pub raw_params: Option<RawParams>,
+}
+
+/// Params kept as their JSON text (an array or an object).
+#[derive(Debug, Clone)]
+pub struct RawParams(Box<RawValue>);
+
+impl RawParams {
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        self.0.get()
+    }
+}
+
+impl PartialEq for RawParams {
+    fn eq(&self, other: &Self) -> bool {
+        self.get() == other.get()
+    }
 }
 
 /// A request that could not be accepted, with the id to answer it under.
@@ -36,18 +56,6 @@ pub enum Incoming {
     Single(Result<Request, Failed>),
     /// An array of requests, each judged on its own.
     Batch(Vec<Result<Request, Failed>>),
-}
-
-/// The typed fast path: borrowing where it can, `params` straight into [`Value`], the
-/// id as its exact text.
-#[derive(Deserialize)]
-struct Wire<'a> {
-    #[serde(borrow)]
-    jsonrpc: Option<Cow<'a, str>>,
-    method: Option<String>,
-    params: Option<Checked>,
-    #[serde(default, borrow, deserialize_with = "present_raw")]
-    id: Option<&'a RawValue>,
 }
 
 /// Only the members whose exact text a slow path needs again.
@@ -132,6 +140,16 @@ impl<'de> serde::de::Visitor<'de> for Members<'_> {
 /// empty batch, or a batch over `limits.max_batch` (all answered with a null id).
 /// A UTF-8 byte order mark before the JSON is skipped.
 pub fn parse_with(body: &[u8], limits: &ParseLimits) -> Result<Incoming, RpcError> {
+    parse_for(body, limits, &|_| false)
+}
+
+/// [`parse_with`], keeping the params of the methods `raw_for` names as text
+/// ([`Request::raw_params`]) for the caller to deserialize into its own types.
+pub fn parse_for(
+    body: &[u8],
+    limits: &ParseLimits,
+    raw_for: &dyn Fn(&str) -> bool,
+) -> Result<Incoming, RpcError> {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
@@ -159,12 +177,12 @@ pub fn parse_with(body: &[u8], limits: &ParseLimits) -> Result<Incoming, RpcErro
         }
         let reqs = items
             .into_iter()
-            .map(|raw| parse_one(raw.get().as_bytes()))
+            .map(|raw| parse_one(raw.get().as_bytes(), raw_for))
             .collect();
         return Ok(Incoming::Batch(reqs));
     }
-    match serde_json::from_slice::<Wire>(body) {
-        Ok(w) => Ok(Incoming::Single(validate(w, body))),
+    match read_wire(body, raw_for) {
+        Ok(w) => Ok(Incoming::Single(validate(w, body, raw_for))),
         Err(_) => {
             // Slow path only on failure: is it bad JSON, or valid JSON that is no request?
             let tree: serde_json::Value =
@@ -174,8 +192,17 @@ pub fn parse_with(body: &[u8], limits: &ParseLimits) -> Result<Incoming, RpcErro
     }
 }
 
+/// Read a request object's members in one pass (see `wire.rs`).
+fn read_wire<'a>(text: &'a [u8], raw_for: &dyn Fn(&str) -> bool) -> serde_json::Result<Wire<'a>> {
+    use serde::de::DeserializeSeed as _;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let w = WireSeed { raw_for }.deserialize(&mut de)?;
+    de.end()?;
+    Ok(w)
+}
+
 /// Parse one batch element (already known to be valid JSON, with no space around it).
-fn parse_one(text: &[u8]) -> Result<Request, Failed> {
+fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
     // Only an object can be a request (serde would read a struct from an array too).
     if text.first() != Some(&b'{') {
         return Err(Failed {
@@ -183,8 +210,8 @@ fn parse_one(text: &[u8]) -> Result<Request, Failed> {
             error: RpcError::invalid_request("a request must be an object"),
         });
     }
-    match serde_json::from_slice::<Wire>(text) {
-        Ok(w) => validate(w, text),
+    match read_wire(text, raw_for) {
+        Ok(w) => validate(w, text, raw_for),
         Err(_) => match serde_json::from_slice::<serde_json::Value>(text) {
             Ok(tree) => Err(invalid_from_tree(&tree, text)),
             Err(e) => Err(Failed {
@@ -196,7 +223,7 @@ fn parse_one(text: &[u8]) -> Result<Request, Failed> {
 }
 
 /// Check a request read by the fast path; `text` is its JSON, for the rare second look.
-fn validate(w: Wire, text: &[u8]) -> Result<Request, Failed> {
+fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
     let id = match w.id.map(Id::from_raw) {
         None => None,
         Some(Some(id)) => Some(id),
@@ -211,19 +238,40 @@ fn validate(w: Wire, text: &[u8]) -> Result<Request, Failed> {
         id: id.unwrap_or_default(),
         error,
     };
-    if w.jsonrpc.as_deref() != Some("2.0") {
+    if w.jsonrpc.as_ref().map(|t| &*t.0) != Some("2.0") {
         let e = RpcError::invalid_request("\"jsonrpc\" must be \"2.0\"");
         return Err(fail(id, e));
     }
     let Some(method) = w.method else {
         return Err(fail(id, RpcError::invalid_request("missing \"method\"")));
     };
-    let Some(Checked { value, doubt }) = w.params else {
-        return Ok(Request {
-            id,
-            method,
-            params: Params::default(),
-        });
+    let Checked { value, doubt } = match w.params {
+        None => {
+            return Ok(Request {
+                id,
+                method,
+                params: Params::default(),
+                raw_params: None,
+            })
+        }
+        Some(ParamsIn::Tree(c)) => c,
+        Some(ParamsIn::Raw(raw)) if raw_for(&method) => {
+            if !matches!(raw.get().as_bytes().first(), Some(b'[' | b'{')) {
+                let e = RpcError::invalid_request("\"params\" must be an array or an object");
+                return Err(fail(id, e));
+            }
+            return Ok(Request {
+                id,
+                method,
+                params: Params::default(),
+                raw_params: Some(RawParams(raw.to_owned())),
+            });
+        }
+        // `params` came before `method`, and the method wants a tree after all.
+        Some(ParamsIn::Raw(raw)) => match serde_json::from_str::<Checked>(raw.get()) {
+            Ok(c) => c,
+            Err(e) => return Err(fail(id, RpcError::invalid_request(e))),
+        },
     };
     if doubt {
         if let Some(e) = inexact_integer_in_params(text) {
@@ -238,7 +286,12 @@ fn validate(w: Wire, text: &[u8]) -> Result<Request, Failed> {
             return Err(fail(id, e));
         }
     };
-    Ok(Request { id, method, params })
+    Ok(Request {
+        id,
+        method,
+        params,
+        raw_params: None,
+    })
 }
 
 /// The -32602 error for an integer literal in `params` that the data model cannot hold
@@ -343,5 +396,37 @@ mod tests {
         assert!(
             matches!(parse(b"[{\"jsonrpc\":\"2.0\",\"method\":\"a\",\"id\":1}]").unwrap(), Incoming::Batch(v) if v.len() == 1)
         );
+    }
+
+    #[test]
+    fn raw_params_for_the_methods_asked_in_either_member_order() {
+        let typed = |m: &str| m == "typed";
+        let one = |body: &str| match parse_for(body.as_bytes(), &ParseLimits::DEFAULT, &typed) {
+            Ok(Incoming::Single(r)) => r,
+            other => panic!("{other:?}"),
+        };
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"typed","params":[1, {"a":2}],"id":1}"#,
+            r#"{"params":[1, {"a":2}],"jsonrpc":"2.0","id":1,"method":"typed"}"#,
+        ] {
+            let r = one(body).unwrap();
+            assert_eq!(r.raw_params.unwrap().get(), r#"[1, {"a":2}]"#);
+            assert_eq!(r.params, Params::default());
+        }
+        // Another method gets its tree, params before method or after.
+        for body in [
+            r#"{"jsonrpc":"2.0","method":"echo","params":[7],"id":1}"#,
+            r#"{"params":[7],"method":"echo","jsonrpc":"2.0","id":1}"#,
+        ] {
+            let r = one(body).unwrap();
+            assert_eq!(r.params, Params::Positional(vec![Value::Int(7)]));
+            assert!(r.raw_params.is_none());
+        }
+        let r = one(r#"{"jsonrpc":"2.0","method":"typed","params":null,"id":1}"#).unwrap();
+        assert!(r.raw_params.is_none(), "null params are no params");
+        let e = one(r#"{"jsonrpc":"2.0","method":"typed","params":5,"id":1}"#).unwrap_err();
+        assert_eq!(e.error.code, -32600);
+        let e = one(r#"{"jsonrpc":"2.0","method":"typed","method":"x","id":1}"#).unwrap_err();
+        assert_eq!(e.error.code, -32600, "a member given twice");
     }
 }

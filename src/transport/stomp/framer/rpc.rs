@@ -57,10 +57,7 @@ impl Stomp {
         let incoming = if size >= heavy::OFFLOAD_AT {
             None
         } else {
-            let limits = rpcmux_jsonrpc::ParseLimits {
-                max_batch: bounds.max_batch,
-            };
-            match rpcmux_jsonrpc::parse_with(&f.body, &limits) {
+            match jsonrpc::parse_now(&f.body, bounds, &self.shared.verbs) {
                 Ok(incoming) => Some(incoming),
                 Err(e) => {
                     let body = jsonrpc::error_body(&e);
@@ -91,7 +88,7 @@ impl Stomp {
         let call = async move {
             let incoming = match (incoming, raw) {
                 (Some(incoming), _) => Ok(incoming),
-                (None, Some(raw)) => jsonrpc::parse(raw, bounds).await,
+                (None, Some(raw)) => jsonrpc::parse(raw, bounds, &verbs).await,
                 (None, None) => unreachable!("a body either parsed or kept"),
             };
             let mut body = Vec::with_capacity(256);
