@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use rpcmux_value::RpcError;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Instant;
 
 /// The name `method` carries for a verb that does not exist: metric labels stay
@@ -26,9 +26,24 @@ pub(crate) struct Observer {
 }
 
 /// One verb's metric handles per protocol, made on first use: a call then touches its
-/// counters without building a label set or hashing one.
+/// counters without building a label set, hashing one, or taking a lock or a refcount
+/// (the server's own protocols have a slot each; an embedder's own go in a list). The
+/// handles are leaked: a verb's live as long as the process, a few per verb.
 #[derive(Debug, Default)]
-pub(crate) struct StatsCache(RwLock<Vec<(&'static str, Arc<CallStats>)>>);
+pub(crate) struct StatsCache {
+    known: [OnceLock<&'static CallStats>; PROTOCOLS.len()],
+    other: RwLock<Vec<(&'static str, &'static CallStats)>>,
+}
+
+/// The protocols the server's framers name in `CallContext::protocol`.
+const PROTOCOLS: [&str; 6] = [
+    "xmlrpc",
+    "jsonrpc-http",
+    "jsonrpc-tcp",
+    "msgpack-rpc",
+    "msgpack-rpc-http",
+    "stomp",
+];
 
 #[derive(Debug)]
 pub(crate) struct CallStats {
@@ -43,22 +58,35 @@ pub(crate) struct CallStats {
 }
 
 impl StatsCache {
-    fn get(&self, metrics: &Metrics, protocol: &'static str, method: &str) -> Arc<CallStats> {
+    fn get(&self, metrics: &Metrics, protocol: &'static str, method: &str) -> &'static CallStats {
+        if let Some(slot) = PROTOCOLS.iter().position(|p| *p == protocol) {
+            return self.known[slot].get_or_init(|| make(metrics, protocol, method));
+        }
         let found = self
-            .0
+            .other
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
             .find(|(p, _)| *p == protocol)
-            .map(|(_, s)| s.clone());
+            .map(|(_, s)| *s);
         if let Some(s) = found {
             return s;
         }
+        let stats = make(metrics, protocol, method);
+        let mut w = self.other.write().unwrap_or_else(|e| e.into_inner());
+        w.push((protocol, stats));
+        stats
+    }
+}
+
+/// The handles for `method` over `protocol`, leaked (see [`StatsCache`]).
+fn make(metrics: &Metrics, protocol: &'static str, method: &str) -> &'static CallStats {
+    {
         let labels = CallLabels {
             protocol,
             method: method.to_owned(),
         };
-        let stats = Arc::new(CallStats {
+        Box::leak(Box::new(CallStats {
             method: method.into(),
             handled: metrics.handled.clone(),
             codes: metrics.codes.clone(),
@@ -69,10 +97,7 @@ impl StatsCache {
                 code: "ok".into(),
             }),
             duration: metrics.duration.get_or_create_owned(&labels),
-        });
-        let mut w = self.0.write().unwrap_or_else(|e| e.into_inner());
-        w.push((protocol, stats.clone()));
-        stats
+        }))
     }
 }
 
@@ -120,7 +145,7 @@ enum Method {
 
 /// A call under way.
 pub(crate) struct Call {
-    stats: Option<Arc<CallStats>>,
+    stats: Option<&'static CallStats>,
     started: Instant,
     protocol: &'static str,
     method: Method,
