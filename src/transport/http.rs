@@ -292,9 +292,9 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         );
     };
     // A correlation id for the access log, as VDSM's clients and proxies send them.
-    let flow_id = ["x-request-id", "flowid", "x-correlation-id"]
+    let flow_id = FLOW_ID_HEADERS
         .iter()
-        .find_map(|h| headers.get(*h))
+        .find_map(|h| headers.get(h))
         .and_then(|v| v.to_str().ok())
         .map(|v| v.chars().take(128).collect::<String>());
     let with_flow;
@@ -388,6 +388,14 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     }
     with_type(status, out.into(), ctype)
 }
+
+/// Headers that carry a correlation id (looked up by prepared name: no parsing per
+/// request).
+const FLOW_ID_HEADERS: [hyper::header::HeaderName; 3] = [
+    hyper::header::HeaderName::from_static("x-request-id"),
+    hyper::header::HeaderName::from_static("flowid"),
+    hyper::header::HeaderName::from_static("x-correlation-id"),
+];
 
 /// The UTF-8 byte order mark.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
