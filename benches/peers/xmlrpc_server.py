@@ -22,6 +22,7 @@ def main():
     srv = Server(("127.0.0.1", port), requestHandler=Handler, logRequests=False, allow_none=True)
     srv.register_function(lambda value: value, "echo")
     srv.register_function(lambda: True, "ping")
+    srv.register_introspection_functions()  # so rpcmux can stand in front of it as a gateway
     print(f"listening on 127.0.0.1:{srv.server_address[1]}", flush=True)
     srv.serve_forever()
 
