@@ -247,6 +247,16 @@ impl Client {
         self.proto
     }
 
+    /// Whether the connection is known to be over (closed by the server, or failed):
+    /// every call on it would fail, so a pool drops such a client and connects anew.
+    /// `false` is no promise that the next call gets through.
+    pub fn is_closed(&self) -> bool {
+        match &self.inner {
+            Inner::Http(h) => h.is_closed(),
+            Inner::Stream(s) => s.is_closed(),
+        }
+    }
+
     /// Call `method`. `Ok(Ok(v))` is a result, `Ok(Err(e))` an error reply from the
     /// server, `Err(_)` a call that got no reply (see [`ClientError`]).
     pub async fn call(&self, method: &str, params: Params) -> Result<Reply, ClientError> {
