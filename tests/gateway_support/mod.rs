@@ -33,26 +33,38 @@ pub fn temp_dir(name: &str) -> PathBuf {
     d
 }
 
-/// tests/python/xmlrpc_upstream.py, run by the clients venv's interpreter.
+/// A Python server from tests/python, killed on drop.
 pub struct PyUpstream {
     child: Child,
     pub port: u16,
 }
 
 impl PyUpstream {
-    /// Start on `port` (0: any free one), answering `whoami` with `tag`.
+    /// tests/python/xmlrpc_upstream.py (clients venv) on `port` (0: any free one),
+    /// answering `whoami` with `tag`.
     pub fn start(port: u16, tag: &str) -> PyUpstream {
-        let py = crate::common::python("RPCMUX_PY_CLIENTS", "clients");
-        let script =
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/xmlrpc_upstream.py");
+        Self::script(
+            "RPCMUX_PY_CLIENTS",
+            "clients",
+            "xmlrpc_upstream.py",
+            &[&port.to_string(), tag],
+        )
+    }
+
+    /// Run tests/python/`script` with the interpreter of venv `venv` (`$var` overrides),
+    /// and wait for its "listening on PORT" line.
+    pub fn script(var: &str, venv: &str, script: &str, args: &[&str]) -> PyUpstream {
+        let py = crate::common::python(var, venv);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(script);
         let mut child = Command::new(py)
-            .arg(script)
-            .arg(port.to_string())
-            .arg(tag)
+            .arg(path)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .spawn()
-            .expect("start the Python upstream");
+            .unwrap_or_else(|e| panic!("start {script}: {e}"));
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -60,10 +72,19 @@ impl PyUpstream {
         let port = line
             .trim()
             .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("Python upstream said {line:?}"))
+            .unwrap_or_else(|| panic!("{script} said {line:?}"))
             .parse()
             .unwrap();
-        PyUpstream { child, port }
+        let up = PyUpstream { child, port };
+        // Some servers print before they accept (tornado's loop starts after).
+        assert!(
+            wait_port(
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_secs(10)
+            ),
+            "{script} does not accept on {port}"
+        );
+        up
     }
 
     /// `xmlrpc+http://127.0.0.1:PORT/RPC2`
