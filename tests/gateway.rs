@@ -415,3 +415,36 @@ async fn rpcmux_upstreams_over_msgpack_json_tcp_and_json_http() {
         "{names:?}"
     );
 }
+
+/// HTTP upstreams get the caller's address as `X-Forwarded-For`: the socket peer, or
+/// the client a trusted PROXY header names; unless the upstream is told not to.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_upstreams_get_x_forwarded_for() {
+    let py = PyUpstream::start(0, "a");
+    let toml = format!(
+        "proxy_from = [\"127.0.0.1/32\"]\n\
+         [[upstream]]\nurl = \"{u}\"\nprefix = \"py\"\n\n\
+         [[upstream]]\nurl = \"{u}\"\nprefix = \"anon\"\nforwarded_for = false\n",
+        u = py.url()
+    );
+    let srv = gateway_with_config(&toml);
+    let r = call(ClientProto::Msgpack, &srv, "py.forwarded_for", vec![]).await;
+    assert_eq!(r, Ok(Value::from("127.0.0.1")));
+    let r = call(ClientProto::Msgpack, &srv, "anon.forwarded_for", vec![]).await;
+    assert_eq!(r, Ok(Value::Nil), "forwarded_for = false");
+    // Through a balancer that sends a PROXY header: the client it names.
+    let body = br#"{"jsonrpc":"2.0","method":"py.forwarded_for","id":1}"#;
+    let mut req = format!(
+        "PROXY TCP4 203.0.113.7 127.0.0.1 40000 80\r\nPOST / HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    let addr = srv.addr;
+    let raw = tokio::task::spawn_blocking(move || common::exchange(addr, &req))
+        .await
+        .unwrap();
+    let (status, _, body) = common::parse_http(&raw);
+    assert_eq!(status, 200);
+    assert_eq!(common::json(&body)["result"], "203.0.113.7");
+}

@@ -63,7 +63,12 @@ impl HttpClient {
         })
     }
 
-    pub(crate) async fn call(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, ClientError> {
         let (ctype, body) = match self.proto {
             ClientProto::Jsonrpc => {
                 let mut body = Vec::with_capacity(128);
@@ -73,14 +78,18 @@ impl HttpClient {
             }
             _ => ("text/xml", super::xmlrpc::write_call(method, params)?),
         };
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(Method::POST)
             .uri(self.path.as_str())
             .header(HOST, self.host.as_str())
             .header(USER_AGENT, AGENT)
-            .header(CONTENT_TYPE, ctype)
+            .header(CONTENT_TYPE, ctype);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| ClientError::Protocol(format!("bad request: {e}")))?;
+            .map_err(|e| ClientError::Unsupported(format!("bad request: {e}")))?;
         let (status, body) = {
             let mut sender = self.sender.lock().await;
             sender

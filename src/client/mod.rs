@@ -266,6 +266,19 @@ impl Client {
     /// [`Client::call`] without giving up the params: a load generator sends the same
     /// ones over and over, and cloning a large struct per call would load the client.
     pub async fn call_ref(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+        self.call_with_headers(method, params, &[]).await
+    }
+
+    /// [`Client::call_ref`] with extra HTTP request headers (`X-Forwarded-For`, say):
+    /// the HTTP protocols send them with this call's request; the stream protocols have
+    /// no per-call headers and ignore them. A name or value HTTP cannot carry is
+    /// `Unsupported`.
+    pub async fn call_with_headers(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, ClientError> {
         if let Params::Named(_) = params {
             if !self.proto.named_params() {
                 return Err(ClientError::Unsupported(format!(
@@ -276,7 +289,7 @@ impl Client {
         }
         let call = async {
             match &self.inner {
-                Inner::Http(h) => h.call(method, params).await,
+                Inner::Http(h) => h.call(method, params, headers).await,
                 Inner::Stream(s) => s.call(method, params).await,
             }
         };

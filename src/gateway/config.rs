@@ -41,6 +41,16 @@ pub struct UpstreamConfig {
     /// names every verb. Calls that never left rpcmux are always tried on the next one.
     #[serde(default)]
     pub idempotent: Vec<String>,
+    /// Send the caller's address to HTTP upstreams as `X-Forwarded-For` (the client's
+    /// IP: the socket peer, or the address a trusted PROXY header named), so their logs
+    /// and access rules see the client rather than rpcmux (default on). TCP upstreams'
+    /// protocols have nowhere to put it.
+    #[serde(default = "yes")]
+    pub forwarded_for: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_timeout() -> f64 {
@@ -75,6 +85,7 @@ impl UpstreamConfig {
             connections: None,
             methods: Vec::new(),
             idempotent: Vec::new(),
+            forwarded_for: true,
         }
     }
 
@@ -253,6 +264,7 @@ mod tests {
         assert_eq!(f.upstream[0].timeout(), Duration::from_secs(30));
         assert_eq!(f.upstream[1].url.len(), 2);
         assert_eq!(f.upstream[1].timeout(), Duration::from_millis(500));
+        assert!(f.upstream[0].forwarded_for, "on by default");
         assert!(toml::from_str::<File>("[[upstream]]\nurl = \"a\"\nbogus = 1\n").is_err());
     }
 }

@@ -29,7 +29,9 @@ pub(super) async fn discover(
     up: &Upstream,
     configured: &[String],
 ) -> Result<(Vec<Found>, Source), RpcError> {
-    let listed = up.forward("system.listMethods", Params::default()).await;
+    let listed = up
+        .forward("system.listMethods", Params::default(), None)
+        .await;
     if let Ok(Value::Array(names)) = &listed {
         let names: Vec<String> = names
             .iter()
@@ -42,7 +44,7 @@ pub(super) async fn discover(
             .await;
         return Ok((found, "system.listMethods"));
     }
-    let discovered = up.forward("rpc.discover", Params::default()).await;
+    let discovered = up.forward("rpc.discover", Params::default(), None).await;
     let methods = discovered.as_ref().ok().and_then(|d| d.get("methods"));
     if let Some(Value::Array(methods)) = methods {
         let found = methods.iter().filter_map(openrpc_method).collect();
@@ -85,12 +87,12 @@ pub(super) async fn discover(
 /// Python's "signatures not supported" string): the verb is served all the same.
 async fn describe(up: &Upstream, name: String) -> Found {
     let arg = || Params::Positional(vec![Value::from(name.as_str())]);
-    let help = match up.forward("system.methodHelp", arg()).await {
+    let help = match up.forward("system.methodHelp", arg(), None).await {
         Ok(Value::String(h)) => h,
         _ => String::new(),
     };
     // Python's SimpleXMLRPCServer answers the string "signatures not supported".
-    let signatures = match up.forward("system.methodSignature", arg()).await {
+    let signatures = match up.forward("system.methodSignature", arg(), None).await {
         Ok(Value::Array(sigs)) => signatures(&sigs),
         _ => None,
     };

@@ -9,6 +9,7 @@ use super::{
 use crate::client::{ClientProto, ConnectOpts};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
+use std::net::SocketAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -56,6 +57,7 @@ pub(super) struct Upstream {
     max_in_flight: usize,
     idempotent: HashSet<String>,
     all_idempotent: bool,
+    forwarded_for: bool,
 }
 
 impl Upstream {
@@ -102,12 +104,19 @@ impl Upstream {
             max_in_flight: c.max_in_flight,
             all_idempotent: c.idempotent.iter().any(|m| m == "*"),
             idempotent: c.idempotent.iter().cloned().collect(),
+            forwarded_for: c.forwarded_for,
         })
     }
 
-    /// Call `method` (its name on the upstream). The upstream's own error replies come
-    /// back as they are (code, message, data); failures to get one are -32010..-32013.
-    pub async fn forward(&self, method: &str, params: Params) -> Result<Value, RpcError> {
+    /// Call `method` (its name on the upstream) for a caller at `peer`. The upstream's
+    /// own error replies come back as they are (code, message, data); failures to get
+    /// one are -32010..-32013.
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: Params,
+        peer: Option<SocketAddr>,
+    ) -> Result<Value, RpcError> {
         if matches!(params, Params::Named(_)) && !self.named_params {
             return Err(RpcError::invalid_params(format!(
                 "{method} is served by upstream {}, which takes parameters by position only",
@@ -123,7 +132,15 @@ impl Upstream {
                 ),
             ));
         };
-        match tokio::time::timeout(self.timeout, self.attempt(method, &params)).await {
+        let ip = peer
+            .filter(|_| self.forwarded_for)
+            .map(|p| p.ip().to_string());
+        let headers: &[(&str, &str)] = match &ip {
+            Some(ip) => &[("x-forwarded-for", ip.as_str())],
+            None => &[],
+        };
+        let call = self.attempt(method, &params, headers);
+        match tokio::time::timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(self.timed_out(method)),
         }
@@ -140,7 +157,12 @@ impl Upstream {
     }
 
     /// Try the addresses in order, those that recently failed to connect last.
-    async fn attempt(&self, method: &str, params: &Params) -> Result<Value, RpcError> {
+    async fn attempt(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Value, RpcError> {
         let retry = self.all_idempotent || self.idempotent.contains(method);
         let mut order: Vec<&Endpoint> = self.endpoints.iter().filter(|e| !e.down()).collect();
         order.extend(self.endpoints.iter().filter(|e| e.down()));
@@ -150,7 +172,7 @@ impl Upstream {
         }
         let mut why = Vec::new();
         for e in order {
-            match e.pool.call(method, params).await {
+            match e.pool.call(method, params, headers).await {
                 Ok(reply) => {
                     e.mark(&self.name, false, &"");
                     return reply;

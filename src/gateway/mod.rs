@@ -95,9 +95,9 @@ pub async fn register(
                 b = b.signatures(sigs);
             }
             let (up, target): (_, Arc<str>) = (up.clone(), f.name.into());
-            b.passthrough(move |params, _ctx| {
+            b.passthrough(move |params, ctx| {
                 let (up, target) = (up.clone(), target.clone());
-                async move { up.forward(&target, params).await }
+                async move { up.forward(&target, params, ctx.peer).await }
             });
             served += 1;
         }

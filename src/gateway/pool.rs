@@ -98,7 +98,12 @@ impl Pool {
     /// Call `method` on one of this address's connections. A reused connection found
     /// closed before the call was written is replaced by a new one once, here: that is
     /// the upstream having closed an idle connection, not the address being down.
-    pub async fn call(&self, method: &str, params: &Params) -> Result<Reply, Failure> {
+    pub async fn call(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, Failure> {
         let mut fresh = false;
         loop {
             let r = match &self.kind {
@@ -110,7 +115,7 @@ impl Pool {
                         Some(c) => c,
                         None => self.connect().await?,
                     };
-                    let r = client.call_ref(method, params).await;
+                    let r = client.call_with_headers(method, params, headers).await;
                     if r.is_ok() {
                         idle.lock().unwrap_or_else(|e| e.into_inner()).push(client);
                     }

@@ -7,16 +7,25 @@ Prints "listening on PORT" once it accepts connections; runs until killed.
 """
 
 import sys
+import threading
 import time
 from socketserver import ThreadingMixIn
 from xmlrpc.server import SimpleXMLRPCRequestHandler, SimpleXMLRPCServer
 from xmlrpc.client import Fault
 
 
+# The X-Forwarded-For header of the request being answered (one thread per connection).
+request = threading.local()
+
+
 class Handler(SimpleXMLRPCRequestHandler):
     # Keep-alive, as production XML-RPC servers behind a gateway do.
     protocol_version = "HTTP/1.1"
     rpc_paths = ("/RPC2",)
+
+    def do_POST(self):
+        request.forwarded_for = self.headers.get("X-Forwarded-For")
+        super().do_POST()
 
 
 class Server(ThreadingMixIn, SimpleXMLRPCServer):
@@ -56,7 +65,11 @@ def main():
         """The tag this server was started with."""
         return tag
 
-    for f in (echo, add, fail, hang, whoami):
+    def forwarded_for():
+        """The X-Forwarded-For header of this call's request, or nil."""
+        return request.forwarded_for
+
+    for f in (echo, add, fail, hang, whoami, forwarded_for):
         srv.register_function(f)
     print(f"listening on {srv.server_address[1]}", flush=True)
     srv.serve_forever()
