@@ -5,6 +5,8 @@
 
 mod common;
 mod gateway_support;
+#[path = "common/pki.rs"]
+mod pki;
 
 use common::Server;
 use gateway_support::{client, config_file, free_port, PyUpstream};
@@ -447,4 +449,42 @@ async fn http_upstreams_get_x_forwarded_for() {
     let (status, _, body) = common::parse_http(&raw);
     assert_eq!(status, 200);
     assert_eq!(common::json(&body)["result"], "203.0.113.7");
+}
+
+/// HTTPS upstreams: verified against `tls_ca`; a certificate from another CA fails the
+/// connection (here at startup, so startup fails and says why).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_upstreams_are_verified_against_tls_ca() {
+    let pki = pki::Pki::new();
+    let mut flags: Vec<String> = pki.server_flags();
+    flags.extend(["--tls".into(), "required".into()]);
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let up = Server::start(&flags);
+    let port = up.addr.port();
+    let toml = format!(
+        "[[upstream]]\nurl = \"jsonrpc+https://localhost:{port}/\"\nprefix = \"j\"\ntls_ca = \"{ca}\"\n\n\
+         [[upstream]]\nurl = \"xmlrpc+https://127.0.0.1:{port}/RPC2\"\nprefix = \"x\"\ntls_ca = \"{ca}\"\n",
+        ca = pki.path("ca.pem")
+    );
+    let srv = gateway_with_config(&toml);
+    for proto in [ClientProto::Msgpack, ClientProto::Xmlrpc] {
+        for m in ["j.echo", "x.echo"] {
+            let r = call(proto, &srv, m, vec!["over TLS".into()]).await;
+            assert_eq!(r, Ok(Value::from("over TLS")), "{proto} {m}");
+        }
+    }
+    // Trusting some other certificate instead of the CA: no connection, so no verbs.
+    let toml = format!(
+        "[[upstream]]\nurl = \"jsonrpc+https://127.0.0.1:{port}/\"\ntls_ca = \"{}\"\n",
+        pki.path("rogue.pem")
+    );
+    let path = config_file(&toml);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("TLS handshake"), "{err}");
 }

@@ -37,6 +37,9 @@ mod xmlrpc;
 pub use error::ClientError;
 #[cfg(feature = "cli")]
 pub(crate) use stream::Incoming;
+/// For the gateway, which dials upstreams itself (its own connect deadline).
+#[cfg(feature = "gateway")]
+pub(crate) use tls::handshake as tls_handshake;
 pub use tls::TlsOpts;
 
 use rpcmux_value::{Params, RpcError, Value};

@@ -6,7 +6,7 @@ use super::{
     UpstreamConfig, UpstreamProto, ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED,
     ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
 };
-use crate::client::{ClientProto, ConnectOpts};
+use crate::client::{ClientProto, ConnectOpts, TlsOpts};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -78,6 +78,11 @@ impl Upstream {
                 let opts = ConnectOpts {
                     timeout,
                     http_path: u.path.clone(),
+                    tls: u.tls.then(|| TlsOpts {
+                        ca: c.tls_ca.clone().unwrap_or_default(),
+                        client_cert: None,
+                        server_name: None,
+                    }),
                     ..ConnectOpts::default()
                 };
                 let n = c

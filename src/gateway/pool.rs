@@ -90,9 +90,20 @@ impl Pool {
             .map_err(|e| not_sent(format!("{}: {e}", self.addr)))?;
         // Calls are small request/reply messages: never hold one back.
         let _ = tcp.set_nodelay(true);
-        Client::over(self.proto, tcp, &self.addr, self.opts.clone())
-            .await
-            .map_err(Failure::NotSent)
+        let opts = self.opts.clone();
+        let client = match &self.opts.tls {
+            None => Client::over(self.proto, tcp, &self.addr, opts).await,
+            Some(tls) => {
+                let host = self.addr.rsplit_once(':').map_or(&*self.addr, |(h, _)| h);
+                let handshake = crate::client::tls_handshake(tcp, host, tls, self.proto);
+                let stream = tokio::time::timeout(limit, handshake)
+                    .await
+                    .map_err(|_| not_sent(format!("{}: TLS handshake timed out", self.addr)))?
+                    .map_err(Failure::NotSent)?;
+                Client::over(self.proto, stream, &self.addr, opts).await
+            }
+        };
+        client.map_err(Failure::NotSent)
     }
 
     /// Call `method` on one of this address's connections. A reused connection found
