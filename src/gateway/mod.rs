@@ -72,7 +72,8 @@ pub async fn register(
         let up = Arc::new(forward::Upstream::new(c).map_err(GatewayError)?);
         let (found, source) = discover::discover(&up, &c.methods).await.map_err(|e| {
             GatewayError(format!(
-                "upstream {}: cannot learn its verbs: {} ({})",
+                "upstream {}: cannot learn its verbs: {} ({}); an upstream that cannot \
+                 list them needs a `methods` list in its [[upstream]] table",
                 up.name, e.message, e.code
             ))
         })?;
