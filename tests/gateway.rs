@@ -223,15 +223,16 @@ async fn a_hanging_upstream_times_out_and_a_full_one_refuses() {
     // `one` takes one call at a time: a second is refused while the first runs.
     let busy = tokio::spawn(async move {
         let c = client(ClientProto::Msgpack, addr).await;
-        c.call("one.hang", pos(vec![1.into()])).await.unwrap()
+        c.call("one.hang", pos(vec![2.into()])).await.unwrap()
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Ample time for the hanging call to reach the upstream, well within its 2 s.
+    tokio::time::sleep(Duration::from_millis(700)).await;
     let r = c.call("one.echo", pos(vec![1.into()])).await.unwrap();
     assert_eq!(
         r.unwrap_err().code,
         rpcmux::gateway::ERR_UPSTREAM_OVERLOADED
     );
-    assert_eq!(busy.await.unwrap(), Ok(Value::Int(1)));
+    assert_eq!(busy.await.unwrap(), Ok(Value::Int(2)));
     let r = c.call("one.echo", pos(vec![1.into()])).await.unwrap();
     assert_eq!(r, Ok(Value::Int(1)), "free again once the first call ended");
 }
