@@ -101,7 +101,8 @@ pub struct ServeArgs {
     proxy_from: Vec<ipnet::IpNet>,
     /// An existing RPC server whose verbs to serve too, `[PREFIX=]URL[,URL...]`
     /// (repeatable): the scheme names its protocol (xmlrpc+http://HOST:PORT/PATH,
-    /// jsonrpc+http://HOST:PORT/PATH, jsonrpc+tcp://HOST:PORT, msgpack+tcp://HOST:PORT);
+    /// jsonrpc+http://HOST:PORT/PATH, jsonrpc+tcp://HOST:PORT, msgpack+tcp://HOST:PORT;
+    /// the +https forms need tls_ca, set in an [[upstream]] table of the config file);
     /// commas separate addresses of one server, tried in order. Its verbs are served as
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
     #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::gateway::UpstreamConfig::from_flag)]
