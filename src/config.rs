@@ -162,6 +162,10 @@ pub struct Config {
     pub proxy_from: Vec<ipnet::IpNet>,
     /// Metrics, the access log, readiness and draining (`[ops]`).
     pub ops: OpsConfig,
+    /// Existing RPC servers whose verbs are served too (`[[upstream]]`,
+    /// docs/gateway.md): discovered when the server starts, before it listens. Needs
+    /// the `gateway` feature; without it a server with upstreams refuses to start.
+    pub upstream: Vec<crate::gateway::UpstreamConfig>,
 }
 
 /// What operators watch and how the server leaves a load balancer's rotation
@@ -278,6 +282,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             proxy_from: Vec::new(),
             ops: OpsConfig::default(),
+            upstream: Vec::new(),
         }
     }
 }

@@ -29,8 +29,9 @@
 //! Verbs that want the dynamic [`Value`] model declare their parameters by name and
 //! take them as values ([`VerbBuilder::handler`]).
 //!
-//! Features: `client` (the `client` module), `toml` (`Config::from_toml`), `cli` (the
-//! `rpcmux` binary; on by default, with both). `default-features = false` is the
+//! Features: `client` (the `client` module), `gateway` (serving the verbs of existing
+//! RPC servers, [`gateway`]; needs `client`), `toml` (`Config::from_toml`), `cli` (the
+//! `rpcmux` binary; on by default, with all three). `default-features = false` is the
 //! server alone.
 #![warn(missing_docs)]
 
@@ -40,6 +41,7 @@ pub mod client;
 mod config;
 mod events;
 mod front;
+pub mod gateway;
 mod heavy;
 mod io;
 mod observe;

@@ -99,6 +99,14 @@ pub struct ServeArgs {
     /// balancers (repeatable). From anywhere else a PROXY header is refused.
     #[arg(long = "proxy-from", value_name = "CIDR")]
     proxy_from: Vec<ipnet::IpNet>,
+    /// An existing RPC server whose verbs to serve too, `[PREFIX=]URL[,URL...]`
+    /// (repeatable): the scheme names its protocol (xmlrpc+http://HOST:PORT/PATH,
+    /// jsonrpc+http://HOST:PORT/PATH, jsonrpc+tcp://HOST:PORT, msgpack+tcp://HOST:PORT;
+    /// the +https forms need tls_ca, set in an [[upstream]] table of the config file);
+    /// commas separate addresses of one server, tried in order. Its verbs are served as
+    /// PREFIX.name when a prefix is given. See docs/gateway.md.
+    #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::gateway::UpstreamConfig::from_flag)]
+    upstreams: Vec<rpcmux::gateway::UpstreamConfig>,
     #[command(flatten)]
     ops: OpsArgs,
 }
@@ -181,6 +189,8 @@ impl ServeArgs {
         if !self.proxy_from.is_empty() {
             c.proxy_from = self.proxy_from;
         }
+        // Flags add to the file's upstreams rather than replace them: each names a server.
+        c.upstream.extend(self.upstreams);
         let l = &mut c.limits;
         macro_rules! set {
             ($($f:ident),*) => {$( if let Some(v) = self.$f { l.$f = v; } )*};
@@ -242,6 +252,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
             Ok(s) => s,
             // Bad TLS material (InvalidInput) names its file; say so, not "listen".
             Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+                eprintln!("rpcmux: {e}");
+                return ExitCode::FAILURE;
+            }
+            // An upstream that could not be reached or described names itself.
+            Err(e)
+                if e.get_ref()
+                    .is_some_and(|e| e.is::<rpcmux::gateway::GatewayError>()) =>
+            {
                 eprintln!("rpcmux: {e}");
                 return ExitCode::FAILURE;
             }

@@ -8,8 +8,10 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Why a call got no reply. Retrying makes sense after `Connect`, `Timeout` and
-/// `Closed` (on a new client for the last), not after `Protocol` or `Unsupported`.
+/// Why a call got no reply. Retrying makes sense after `Connect`, `NotSent`, `Timeout`
+/// and `Closed` (on a new client for the last two), not after `Protocol` or
+/// `Unsupported`; only after `Connect` and `NotSent` is it sure the server never saw
+/// the call.
 #[derive(Debug)]
 pub enum ClientError {
     /// Could not open the connection (or finish the protocol's handshake).
@@ -20,6 +22,10 @@ pub enum ClientError {
     Timeout(Duration),
     /// The connection is gone (closed by the peer, or after an earlier failure).
     Closed(String),
+    /// The connection was found closed before the call was written (an HTTP keep-alive
+    /// connection the server had ended): nothing reached the server, so the call can
+    /// go on a new connection even if it is not safe to run twice.
+    NotSent(String),
     /// The peer answered with something that is not a reply of this protocol
     /// (a bad body, an HTTP status with no RPC payload, a STOMP ERROR frame).
     Protocol(String),
@@ -34,6 +40,7 @@ impl fmt::Display for ClientError {
             ClientError::Io(e) => write!(f, "i/o error: {e}"),
             ClientError::Timeout(d) => write!(f, "no reply within {:.3}s", d.as_secs_f64()),
             ClientError::Closed(why) => write!(f, "connection closed: {why}"),
+            ClientError::NotSent(why) => write!(f, "connection closed before sending: {why}"),
             ClientError::Protocol(why) => write!(f, "protocol error: {why}"),
             ClientError::Unsupported(why) => write!(f, "unsupported: {why}"),
         }

@@ -63,7 +63,12 @@ impl HttpClient {
         })
     }
 
-    pub(crate) async fn call(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, ClientError> {
         let (ctype, body) = match self.proto {
             ClientProto::Jsonrpc => {
                 let mut body = Vec::with_capacity(128);
@@ -73,21 +78,33 @@ impl HttpClient {
             }
             _ => ("text/xml", super::xmlrpc::write_call(method, params)?),
         };
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(Method::POST)
             .uri(self.path.as_str())
             .header(HOST, self.host.as_str())
             .header(USER_AGENT, AGENT)
-            .header(CONTENT_TYPE, ctype)
+            .header(CONTENT_TYPE, ctype);
+        for (name, value) in headers {
+            req = req.header(*name, *value);
+        }
+        let req = req
             .body(Full::new(Bytes::from(body)))
-            .map_err(|e| ClientError::Protocol(format!("bad request: {e}")))?;
+            .map_err(|e| ClientError::Unsupported(format!("bad request: {e}")))?;
         let (status, body) = {
             let mut sender = self.sender.lock().await;
             sender
                 .ready()
                 .await
-                .map_err(|e| ClientError::Closed(e.to_string()))?;
-            let resp = sender.send_request(req).await.map_err(hyper_err)?;
+                .map_err(|e| ClientError::NotSent(e.to_string()))?;
+            // `try_send_request` hands the request back when hyper never wrote it (the
+            // connection closed meanwhile): that failure is safe to retry elsewhere.
+            let resp = sender.try_send_request(req).await.map_err(|e| {
+                if e.message().is_some() {
+                    ClientError::NotSent(e.into_error().to_string())
+                } else {
+                    hyper_err(e.into_error())
+                }
+            })?;
             let status = resp.status();
             let body = Limited::new(resp.into_body(), self.max_reply)
                 .collect()
@@ -118,6 +135,14 @@ fn hyper_err(e: hyper::Error) -> ClientError {
         ClientError::Closed(e.to_string())
     } else {
         ClientError::Io(std::io::Error::other(e))
+    }
+}
+
+impl HttpClient {
+    /// The connection is over: hyper's connection task ended (the server closed it, or
+    /// an error did), or the request sender says so.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.conn.is_finished() || self.sender.try_lock().is_ok_and(|s| s.is_closed())
     }
 }
 

@@ -37,6 +37,9 @@ mod xmlrpc;
 pub use error::ClientError;
 #[cfg(feature = "cli")]
 pub(crate) use stream::Incoming;
+/// For the gateway, which dials upstreams itself (its own connect deadline).
+#[cfg(feature = "gateway")]
+pub(crate) use tls::handshake as tls_handshake;
 pub use tls::TlsOpts;
 
 use rpcmux_value::{Params, RpcError, Value};
@@ -247,6 +250,16 @@ impl Client {
         self.proto
     }
 
+    /// Whether the connection is known to be over (closed by the server, or failed):
+    /// every call on it would fail, so a pool drops such a client and connects anew.
+    /// `false` is no promise that the next call gets through.
+    pub fn is_closed(&self) -> bool {
+        match &self.inner {
+            Inner::Http(h) => h.is_closed(),
+            Inner::Stream(s) => s.is_closed(),
+        }
+    }
+
     /// Call `method`. `Ok(Ok(v))` is a result, `Ok(Err(e))` an error reply from the
     /// server, `Err(_)` a call that got no reply (see [`ClientError`]).
     pub async fn call(&self, method: &str, params: Params) -> Result<Reply, ClientError> {
@@ -256,6 +269,19 @@ impl Client {
     /// [`Client::call`] without giving up the params: a load generator sends the same
     /// ones over and over, and cloning a large struct per call would load the client.
     pub async fn call_ref(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+        self.call_with_headers(method, params, &[]).await
+    }
+
+    /// [`Client::call_ref`] with extra HTTP request headers (`X-Forwarded-For`, say):
+    /// the HTTP protocols send them with this call's request; the stream protocols have
+    /// no per-call headers and ignore them. A name or value HTTP cannot carry is
+    /// `Unsupported`.
+    pub async fn call_with_headers(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Reply, ClientError> {
         if let Params::Named(_) = params {
             if !self.proto.named_params() {
                 return Err(ClientError::Unsupported(format!(
@@ -266,7 +292,7 @@ impl Client {
         }
         let call = async {
             match &self.inner {
-                Inner::Http(h) => h.call(method, params).await,
+                Inner::Http(h) => h.call(method, params, headers).await,
                 Inner::Stream(s) => s.call(method, params).await,
             }
         };

@@ -122,7 +122,7 @@ impl StreamClient {
         let id = {
             let mut p = lock(&self.pending);
             if let Some(why) = &p.dead {
-                return Err(ClientError::Closed(why.clone()));
+                return Err(ClientError::NotSent(why.clone()));
             }
             // Ids wrap (msgpack-rpc's msgid is a u32); skip one still in use.
             let mut id = p.next_id;
@@ -140,13 +140,20 @@ impl StreamClient {
         };
         let bytes = self.encode.encode(id, method, params)?;
         if self.to_writer.send(bytes).await.is_err() {
-            return Err(ClientError::Closed("writer stopped".into()));
+            return Err(ClientError::NotSent("writer stopped".into()));
         }
         let out = rx
             .await
             .unwrap_or_else(|_| Err(ClientError::Closed("reader stopped".into())));
         guard.armed = false;
         out
+    }
+}
+
+impl StreamClient {
+    /// The connection failed or was closed: every call on it fails now.
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.pending).dead.is_some()
     }
 }
 

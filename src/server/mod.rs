@@ -77,6 +77,18 @@ impl Server {
         if config.demo {
             crate::demo::register(&mut verbs);
         }
+        // After the demo and the embedder's verbs: an upstream verb whose name is taken
+        // is the one skipped.
+        if !config.upstream.is_empty() {
+            #[cfg(feature = "gateway")]
+            crate::gateway::register(&mut verbs, &config.upstream)
+                .await
+                .map_err(io::Error::other)?;
+            #[cfg(not(feature = "gateway"))]
+            return Err(io::Error::other(crate::gateway::GatewayError(
+                "upstreams are set but rpcmux was built without the `gateway` feature".into(),
+            )));
+        }
         verbs.max_batch = config.limits.max_batch;
         let metrics = config
             .ops

@@ -52,6 +52,13 @@ fn method_help(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
 
 fn method_signature(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
     ready(target(t, &mut args).map(|v| {
+        if let Some(sigs) = &v.signatures {
+            return Value::Array(
+                sigs.iter()
+                    .map(|s| Value::Array(s.iter().map(|k| Value::from(k.as_str())).collect()))
+                    .collect(),
+            );
+        }
         let mut sig = vec![Value::from(v.returns)];
         sig.extend(v.params.iter().map(|p| Value::from(p.kind)));
         Value::Array(vec![Value::Array(sig)])

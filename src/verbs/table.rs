@@ -17,11 +17,13 @@ use std::time::Duration;
 
 pub(crate) type Reply = BoxFuture<'static, Result<Output, RpcError>>;
 type Handler = dyn Fn(Args, CallContext) -> Reply + Send + Sync;
+type Passthrough = dyn Fn(Params, CallContext) -> Reply + Send + Sync;
 /// A verb built into the table, which needs the table itself (introspection, multicall).
 pub(crate) type Builtin = fn(&VerbTable, Args, CallContext) -> Reply;
 
 enum Run {
     Handler(Arc<Handler>),
+    Passthrough(Arc<Passthrough>),
     Typed(Arc<dyn TypedRun>),
     Builtin(Builtin),
 }
@@ -51,6 +53,11 @@ pub struct Verb {
     pub result: serde_json::Value,
     /// What it does, for `system.methodHelp` and `rpc.discover`.
     pub help: String,
+    /// Signatures given at registration ([`VerbBuilder::signatures`]), shown by
+    /// `system.methodSignature` instead of the one derived from `params`/`returns`:
+    /// a verb forwarded to another server has that server's signatures, which may be
+    /// several and use type names of its own.
+    pub signatures: Option<Vec<Vec<String>>>,
     pub(crate) policy: Policy,
     /// Its metric handles, per protocol.
     pub(crate) stats: crate::observe::StatsCache,
@@ -110,6 +117,7 @@ impl VerbTable {
             params: Vec::new(),
             returns: "any",
             help: String::new(),
+            signatures: None,
             policy: Policy::default(),
         }
     }
@@ -129,6 +137,13 @@ impl VerbTable {
             !self.verbs.contains_key(name) && !self.aliases.contains_key(name),
             "rpcmux: {name:?} is registered twice (a name means one verb; the second registration is refused)"
         );
+    }
+
+    /// Whether `name` is taken, as a verb or an alias: a caller registering names it
+    /// does not choose (the gateway, from an upstream's list) checks first and skips a
+    /// taken one, since registering it again panics.
+    pub fn contains(&self, name: &str) -> bool {
+        self.verbs.contains_key(name) || self.aliases.contains_key(name)
     }
 
     /// The verb `name` calls (following aliases).
@@ -216,6 +231,13 @@ impl VerbTable {
                     Err(e) => return done(call, Err(e)),
                 };
                 std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok)
+            }
+            Run::Passthrough(h) => {
+                let params = match input.into_params(&verb.name) {
+                    Ok(p) => p,
+                    Err(e) => return done(call, Err(e)),
+                };
+                std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok)
             }
             Run::Typed(t) => {
                 std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)))
@@ -376,6 +398,7 @@ pub struct VerbBuilder<'t> {
     params: Vec<ParamSpec>,
     returns: &'static str,
     help: String,
+    signatures: Option<Vec<Vec<String>>>,
     policy: Policy,
 }
 
@@ -505,6 +528,35 @@ impl VerbBuilder<'_> {
         );
     }
 
+    /// Signatures for `system.methodSignature`, each `[return type, param types...]`,
+    /// shown as given instead of the one built from the declared parameters. For
+    /// verbs described by someone else (a server the gateway forwards to).
+    pub fn signatures(mut self, sigs: Vec<Vec<String>>) -> Self {
+        self.signatures = Some(sigs);
+        self
+    }
+
+    /// Finish with a handler that takes the parameters exactly as the caller sent them,
+    /// by position or by name, any number, unchecked (declared parameters are only
+    /// shown by introspection). For verbs whose parameters are checked elsewhere: the
+    /// gateway hands them on to the server that owns the verb, which answers for them.
+    ///
+    /// # Panics
+    /// If the name is already registered.
+    pub fn passthrough<F, Fut>(self, f: F)
+    where
+        F: Fn(Params, CallContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        self.finish(
+            Run::Passthrough(Arc::new(move |params, ctx| {
+                let fut = f(params, ctx);
+                Box::pin(async move { fut.await.map(Output::Value) })
+            })),
+            None,
+        );
+    }
+
     pub(crate) fn builtin(self, f: Builtin) {
         self.finish(Run::Builtin(f), None);
     }
@@ -526,6 +578,7 @@ impl VerbBuilder<'_> {
             params: self.params,
             returns: self.returns,
             help: self.help,
+            signatures: self.signatures,
             policy: self.policy,
             stats: Default::default(),
             static_name: Box::leak(self.name.clone().into_boxed_str()),
@@ -614,6 +667,35 @@ mod tests {
         }
         let e = call(&t, "VM.create", pos(vec!["a".into(), 7.into()])).unwrap_err();
         assert!(e.message.contains("name: expected string, got int"), "{e}");
+    }
+
+    #[test]
+    fn passthrough_takes_params_as_sent_and_shows_given_signatures() {
+        let mut t = table();
+        t.verb("fwd")
+            .signatures(vec![
+                vec!["int".into(), "int".into()],
+                vec!["string".into()],
+            ])
+            .passthrough(|p, _| async move {
+                Ok(match p {
+                    Params::Positional(v) => Value::Array(v),
+                    Params::Named(m) => Value::from(m),
+                })
+            });
+        let v: Vec<Value> = vec![1.into(), "x".into(), Value::Nil, 4.into()];
+        assert_eq!(call(&t, "fwd", pos(v.clone())), Ok(Value::Array(v)));
+        let r = call(&t, "fwd", named(&[("anything", 1.into())])).unwrap();
+        assert_eq!(r.get("anything"), Some(&Value::Int(1)));
+        let sig = call(&t, "system.methodSignature", pos(vec!["fwd".into()])).unwrap();
+        assert_eq!(
+            sig,
+            Value::Array(vec![
+                Value::Array(vec!["int".into(), "int".into()]),
+                Value::Array(vec!["string".into()]),
+            ])
+        );
+        assert!(t.contains("fwd") && t.contains("create") && !t.contains("nope"));
     }
 
     #[test]

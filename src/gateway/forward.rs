@@ -1,0 +1,216 @@
+//! Forwarding one call to an upstream: the cap on calls in flight, the timeout, the
+//! addresses in failover order, and the upstream's failures as documented errors.
+
+use super::pool::{Failure, Pool};
+use super::{
+    UpstreamConfig, UpstreamProto, ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED,
+    ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
+};
+use crate::client::{ClientProto, ConnectOpts, TlsOpts};
+use rpcmux_value::{Params, RpcError, Value};
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use tokio::sync::Semaphore;
+
+/// An address that failed to connect is tried after the others for this long, so calls
+/// do not each wait for a dead replica before reaching a live one.
+const DOWN_FOR: Duration = Duration::from_secs(5);
+
+struct Endpoint {
+    url: String,
+    pool: Pool,
+    /// When it last failed to connect; cleared when it answers.
+    down_since: Mutex<Option<Instant>>,
+}
+
+impl Endpoint {
+    fn down(&self) -> bool {
+        let d = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        d.is_some_and(|t| t.elapsed() < DOWN_FOR)
+    }
+
+    /// Record whether it answered; a change is logged once, not per call.
+    fn mark(&self, upstream: &str, down: bool, why: &dyn std::fmt::Display) {
+        let mut d = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
+        match (d.is_some(), down) {
+            (false, true) => {
+                tracing::warn!(upstream, url = %self.url, error = %why, "upstream address down")
+            }
+            (true, false) => tracing::info!(upstream, url = %self.url, "upstream address back"),
+            _ => {}
+        }
+        *d = down.then(Instant::now);
+    }
+}
+
+/// One upstream server (all its addresses), shared by every verb forwarded to it.
+pub(super) struct Upstream {
+    /// Its prefix, or its first URL: how errors and logs name it.
+    pub name: String,
+    endpoints: Vec<Endpoint>,
+    /// Whether every address takes parameters by name (JSON-RPC).
+    named_params: bool,
+    timeout: Duration,
+    in_flight: Semaphore,
+    max_in_flight: usize,
+    idempotent: HashSet<String>,
+    all_idempotent: bool,
+    forwarded_for: bool,
+}
+
+impl Upstream {
+    /// Check `c` and set up its pools (no connection is opened yet).
+    pub fn new(c: &UpstreamConfig) -> Result<Upstream, String> {
+        let urls = c.check()?;
+        let timeout = c.timeout();
+        let endpoints = urls
+            .iter()
+            .zip(&c.url)
+            .map(|(u, text)| {
+                let proto = match u.proto {
+                    UpstreamProto::XmlrpcHttp => ClientProto::Xmlrpc,
+                    UpstreamProto::JsonrpcHttp => ClientProto::Jsonrpc,
+                    UpstreamProto::JsonrpcTcp => ClientProto::JsonrpcTcp,
+                    UpstreamProto::Msgpack => ClientProto::Msgpack,
+                };
+                let opts = ConnectOpts {
+                    timeout,
+                    http_path: u.path.clone(),
+                    tls: u.tls.then(|| TlsOpts {
+                        ca: c.tls_ca.clone().unwrap_or_default(),
+                        client_cert: None,
+                        server_name: None,
+                    }),
+                    ..ConnectOpts::default()
+                };
+                let n = c
+                    .connections
+                    .unwrap_or(if proto.pipelines() { 2 } else { 8 });
+                Endpoint {
+                    url: text.clone(),
+                    pool: Pool::new(proto, u.addr.clone(), opts, n),
+                    down_since: Mutex::new(None),
+                }
+            })
+            .collect();
+        Ok(Upstream {
+            name: c.name(),
+            endpoints,
+            named_params: urls.iter().all(|u| {
+                matches!(
+                    u.proto,
+                    UpstreamProto::JsonrpcHttp | UpstreamProto::JsonrpcTcp
+                )
+            }),
+            timeout,
+            in_flight: Semaphore::new(c.max_in_flight),
+            max_in_flight: c.max_in_flight,
+            all_idempotent: c.idempotent.iter().any(|m| m == "*"),
+            idempotent: c.idempotent.iter().cloned().collect(),
+            forwarded_for: c.forwarded_for,
+        })
+    }
+
+    /// Call `method` (its name on the upstream) for a caller at `peer`. The upstream's
+    /// own error replies come back as they are (code, message, data); failures to get
+    /// one are -32010..-32013.
+    pub async fn forward(
+        &self,
+        method: &str,
+        params: Params,
+        peer: Option<SocketAddr>,
+    ) -> Result<Value, RpcError> {
+        if matches!(params, Params::Named(_)) && !self.named_params {
+            return Err(RpcError::invalid_params(format!(
+                "{method} is served by upstream {}, which takes parameters by position only",
+                self.name
+            )));
+        }
+        let Ok(_permit) = self.in_flight.try_acquire() else {
+            return Err(RpcError::new(
+                ERR_UPSTREAM_OVERLOADED,
+                format!(
+                    "upstream {} overloaded: {} calls in flight (max_in_flight)",
+                    self.name, self.max_in_flight
+                ),
+            ));
+        };
+        let ip = peer
+            .filter(|_| self.forwarded_for)
+            .map(|p| p.ip().to_string());
+        let headers: &[(&str, &str)] = match &ip {
+            Some(ip) => &[("x-forwarded-for", ip.as_str())],
+            None => &[],
+        };
+        let call = self.attempt(method, &params, headers);
+        match tokio::time::timeout(self.timeout, call).await {
+            Ok(r) => r,
+            Err(_) => Err(self.timed_out(method)),
+        }
+    }
+
+    fn timed_out(&self, method: &str) -> RpcError {
+        RpcError::new(
+            ERR_UPSTREAM_TIMEOUT,
+            format!(
+                "upstream {}: no reply to {method} within {:?}",
+                self.name, self.timeout
+            ),
+        )
+    }
+
+    /// Try the addresses in order, those that recently failed to connect last.
+    async fn attempt(
+        &self,
+        method: &str,
+        params: &Params,
+        headers: &[(&str, &str)],
+    ) -> Result<Value, RpcError> {
+        let retry = self.all_idempotent || self.idempotent.contains(method);
+        let mut order: Vec<&Endpoint> = self.endpoints.iter().filter(|e| !e.down()).collect();
+        order.extend(self.endpoints.iter().filter(|e| e.down()));
+        if retry && order.len() == 1 {
+            // One address: a verb safe to repeat gets one more try on a new connection.
+            order.push(order[0]);
+        }
+        let mut why = Vec::new();
+        for e in order {
+            match e.pool.call(method, params, headers).await {
+                Ok(reply) => {
+                    e.mark(&self.name, false, &"");
+                    return reply;
+                }
+                Err(Failure::NotSent(err)) => {
+                    e.mark(&self.name, true, &err);
+                    why.push(format!("{}: {err}", e.url));
+                }
+                Err(Failure::Lost(err)) => {
+                    why.push(format!("{}: {err}", e.url));
+                    if !retry {
+                        break;
+                    }
+                }
+                // The client's deadline is the same as ours; whichever fires first.
+                Err(Failure::TimedOut) => return Err(self.timed_out(method)),
+                Err(Failure::Unsendable(err)) => {
+                    return Err(RpcError::invalid_params(format!(
+                        "cannot forward {method} to upstream {}: {err}",
+                        self.name
+                    )))
+                }
+                Err(Failure::Bad(err)) => {
+                    return Err(RpcError::new(
+                        ERR_UPSTREAM_BAD_REPLY,
+                        format!("upstream {} ({}): {err}", self.name, e.url),
+                    ))
+                }
+            }
+        }
+        Err(RpcError::new(
+            ERR_UPSTREAM_UNREACHABLE,
+            format!("upstream {} unreachable: {}", self.name, why.join("; ")),
+        ))
+    }
+}

@@ -1,0 +1,108 @@
+//! The gateway: the verbs of existing RPC servers ("upstreams") served through rpcmux,
+//! on every protocol it speaks (docs/gateway.md).
+//!
+//! At startup, before serving, each upstream's verbs are discovered and registered in
+//! the one [`VerbTable`](crate::VerbTable) as passthrough verbs, beside Rust verbs and
+//! under `PREFIX.` when one is set; a call to one is forwarded through
+//! [`rpcmux::client::Client`](crate::client::Client) over a small pool of connections,
+//! with a timeout, a cap on calls in flight and failover between the upstream's
+//! addresses. Values keep their types: client and server share [`Value`](crate::Value).
+//!
+//! The settings ([`UpstreamConfig`]) and error codes are compiled in every build; the
+//! forwarding needs the `gateway` feature (on in `cli`), since it is built on the
+//! client.
+
+mod config;
+#[cfg(feature = "gateway")]
+mod discover;
+#[cfg(feature = "gateway")]
+mod forward;
+#[cfg(feature = "gateway")]
+mod pool;
+
+pub use config::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+
+/// No address of the upstream answered: none could be connected, or the connection
+/// was lost with the call in flight (and the verb is not listed as idempotent).
+pub const ERR_UPSTREAM_UNREACHABLE: i64 = -32010;
+/// The upstream did not answer within its `timeout` (the call is abandoned; the
+/// upstream may still run it).
+pub const ERR_UPSTREAM_TIMEOUT: i64 = -32011;
+/// The upstream already has `max_in_flight` calls forwarded to it; this one was refused
+/// without being sent.
+pub const ERR_UPSTREAM_OVERLOADED: i64 = -32012;
+/// The upstream answered with something that is not a reply of its protocol (an HTML
+/// error page, a malformed body).
+pub const ERR_UPSTREAM_BAD_REPLY: i64 = -32013;
+
+/// Why the gateway could not start: bad settings, or an upstream whose verbs could not
+/// be learned (down, with no `methods` list to fall back on).
+#[derive(Debug)]
+pub struct GatewayError(
+    /// What went wrong, naming the upstream.
+    pub String,
+);
+
+impl std::fmt::Display for GatewayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for GatewayError {}
+
+/// Discover every upstream's verbs and register them in `table`. Names taken already
+/// (a Rust verb, an earlier upstream's) are skipped with a warning, and so are the
+/// upstream's `system.*` and `rpc.*` verbs, which rpcmux answers itself.
+#[cfg(feature = "gateway")]
+pub async fn register(
+    table: &mut crate::VerbTable,
+    upstreams: &[UpstreamConfig],
+) -> Result<(), GatewayError> {
+    use std::sync::Arc;
+    let mut prefixes = std::collections::HashSet::new();
+    for c in upstreams {
+        if let Some(p) = &c.prefix {
+            if !prefixes.insert(p) {
+                return Err(GatewayError(format!(
+                    "upstream prefix {p:?} given twice: list one upstream's addresses in its url"
+                )));
+            }
+        }
+        let up = Arc::new(forward::Upstream::new(c).map_err(GatewayError)?);
+        let (found, source) = discover::discover(&up, &c.methods).await.map_err(|e| {
+            GatewayError(format!(
+                "upstream {}: cannot learn its verbs: {} ({}); an upstream that cannot \
+                 list them needs a `methods` list in its [[upstream]] table",
+                up.name, e.message, e.code
+            ))
+        })?;
+        let (mut served, mut skipped) = (0, 0);
+        for f in found {
+            if f.name.starts_with("system.") || f.name.starts_with("rpc.") {
+                continue;
+            }
+            let public = match &c.prefix {
+                Some(p) => format!("{p}.{}", f.name),
+                None => f.name.clone(),
+            };
+            if table.contains(&public) {
+                tracing::warn!(upstream = %up.name, verb = %public, "upstream verb not served: the name is taken");
+                skipped += 1;
+                continue;
+            }
+            let mut b = table.verb(&public).help(&f.help);
+            if let Some(sigs) = f.signatures {
+                b = b.signatures(sigs);
+            }
+            let (up, target): (_, Arc<str>) = (up.clone(), f.name.into());
+            b.passthrough(move |params, ctx| {
+                let (up, target) = (up.clone(), target.clone());
+                async move { up.forward(&target, params, ctx.peer).await }
+            });
+            served += 1;
+        }
+        tracing::info!(upstream = %up.name, verbs = served, skipped, source, "upstream verbs registered");
+    }
+    Ok(())
+}

@@ -1,0 +1,201 @@
+//! Real upstream servers for the gateway tests: Python's SimpleXMLRPCServer
+//! (tests/python/xmlrpc_upstream.py) and supervisord, each started and killed by the
+//! test, on free loopback ports; and clients of rpcmux over each protocol.
+#![allow(dead_code)]
+
+use rpcmux::client::{Client, ClientProto, ConnectOpts};
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// A port nothing listens on right now (bound, then released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A fresh directory under the system temp dir, for config files and logs.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "rpcmux-gw-{name}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A Python server from tests/python, killed on drop.
+pub struct PyUpstream {
+    child: Child,
+    pub port: u16,
+}
+
+impl PyUpstream {
+    /// tests/python/xmlrpc_upstream.py (clients venv) on `port` (0: any free one),
+    /// answering `whoami` with `tag`.
+    pub fn start(port: u16, tag: &str) -> PyUpstream {
+        Self::script(
+            "RPCMUX_PY_CLIENTS",
+            "clients",
+            "xmlrpc_upstream.py",
+            &[&port.to_string(), tag],
+        )
+    }
+
+    /// Run tests/python/`script` with the interpreter of venv `venv` (`$var` overrides),
+    /// and wait for its "listening on PORT" line.
+    pub fn script(var: &str, venv: &str, script: &str, args: &[&str]) -> PyUpstream {
+        let py = crate::common::python(var, venv);
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/python")
+            .join(script);
+        let mut child = Command::new(py)
+            .arg(path)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {script}: {e}"));
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let port = line
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("{script} said {line:?}"))
+            .parse()
+            .unwrap();
+        let up = PyUpstream { child, port };
+        // Some servers print before they accept (tornado's loop starts after).
+        assert!(
+            wait_port(
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_secs(10)
+            ),
+            "{script} does not accept on {port}"
+        );
+        up
+    }
+
+    /// `xmlrpc+http://127.0.0.1:PORT/RPC2`
+    pub fn url(&self) -> String {
+        format!("xmlrpc+http://127.0.0.1:{}/RPC2", self.port)
+    }
+
+    /// Kill it and wait until it is gone (its sockets closed).
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PyUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// supervisord (Debian's `supervisor`) with its XML-RPC interface on a free port and
+/// one program, `sleeper`.
+pub struct Supervisord {
+    child: Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl Supervisord {
+    pub fn start() -> Supervisord {
+        let dir = temp_dir("supervisord");
+        let port = free_port();
+        let conf = dir.join("supervisord.conf");
+        let d = dir.display();
+        std::fs::write(
+            &conf,
+            format!(
+                "[inet_http_server]\nport=127.0.0.1:{port}\n\n\
+                 [supervisord]\nnodaemon=true\nlogfile={d}/supervisord.log\npidfile={d}/supervisord.pid\nchildlogdir={d}\n\n\
+                 [rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n\n\
+                 [supervisorctl]\nserverurl=http://127.0.0.1:{port}\n\n\
+                 [program:sleeper]\ncommand=sleep 1000\nstartsecs=0\n"
+            ),
+        )
+        .unwrap();
+        let child = Command::new("supervisord")
+            .arg("-c")
+            .arg(&conf)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start supervisord (apt-get install supervisor)");
+        let s = Supervisord { child, port, dir };
+        assert!(
+            wait_port(
+                SocketAddr::from(([127, 0, 0, 1], port)),
+                Duration::from_secs(20)
+            ),
+            "supervisord did not listen; its log:\n{}",
+            std::fs::read_to_string(s.dir.join("supervisord.log")).unwrap_or_default()
+        );
+        s
+    }
+}
+
+impl Drop for Supervisord {
+    /// SIGTERM, so supervisord stops `sleeper` before it exits.
+    fn drop(&mut self) {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let end = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < end {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                let _ = std::fs::remove_dir_all(&self.dir);
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Poll until something accepts on `addr`.
+pub fn wait_port(addr: SocketAddr, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if TcpStream::connect(addr).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// A client of rpcmux at `addr` speaking `proto`.
+pub async fn client(proto: ClientProto, addr: SocketAddr) -> Client {
+    let opts = ConnectOpts {
+        timeout: Duration::from_secs(20),
+        ..ConnectOpts::default()
+    };
+    Client::connect(proto, &addr.to_string(), opts)
+        .await
+        .unwrap_or_else(|e| panic!("{proto} client: {e}"))
+}
+
+/// Write `text` as a config file in a fresh directory; returns its path.
+pub fn config_file(text: &str) -> PathBuf {
+    let p = temp_dir("config").join("rpcmux.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
