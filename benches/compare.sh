@@ -127,6 +127,19 @@ start jsonrpsee "$ceil/jsonrpsee-echo" 127.0.0.1:0
 start msgpack-rpc-python "$msgpack_py" "$root/benches/peers/msgpackrpc_server.py" "$(free_port)"
 start hyper-ok "$ceil/hyper-ok" 127.0.0.1:0
 start tcp-echo "$ceil/tcp-echo" 127.0.0.1:0
+# The gateway (docs/gateway.md): rpcmux in front of the Python XML-RPC peer (JSON-RPC in,
+# XML-RPC out; on the server core beside the peer), and in front of jsonrpsee (the
+# gateway's own ceiling).
+start rpcmux-gateway "$rpcmux" serve --threads 1 --listen 127.0.0.1:0 --no-demo \
+    --upstream "xmlrpc+http://${ADDR[python-xmlrpc]}/RPC2"
+cat >"$out/gateway-jsonrpsee.toml" <<TOML
+listen = ["127.0.0.1:0"]
+demo = false
+[[upstream]]
+url = ["jsonrpc+http://${ADDR[jsonrpsee]}/"]
+methods = ["echo", "ping"]
+TOML
+start rpcmux-gateway-rust "$rpcmux" serve --threads 1 --config "$out/gateway-jsonrpsee.toml"
 # The whole machine, nothing pinned: what a user gets on this box. rpcmux runs a runtime
 # thread per core; the GIL keeps the Python server on one core whatever it is given.
 pin_server=0
@@ -242,6 +255,7 @@ for t in jsonrpsee rpcmux-all rpcmux-http; do wrk_check jsonrpc-http-echo "$t" "
 wrk_check xmlrpc-echo rpcmux-typed "$xml_typed" text/xml
 wrk_check xmlrpc-echo rpcmux-nometrics "$xml_echo" text/xml
 wrk_check jsonrpc-http-echo rpcmux-typed "$json_typed" application/json
+wrk_check gateway-python rpcmux-gateway "$json_echo" application/json
 
 started=$(date +%s)
 # Anything else running on the machine skews every figure: say how busy it was.
@@ -275,6 +289,11 @@ for run in $(seq "$runs"); do
     bench_load jsonrpc-tcp-echo rpcmux-jsonrpc-tcp "$run" jsonrpc-tcp 16 8
     PAYLOAD=musicentry-typed bench_load jsonrpc-tcp-echo rpcmux-typed "$run" jsonrpc-tcp 16 8
     bench_load jsonrpc-tcp-echo tcp-echo "$run" jsonrpc-tcp 16 8 --echo-server
+    # The gateway: JSON-RPC through rpcmux to the Python XML-RPC server against XML-RPC
+    # straight to it (64 connections), and rpcmux in front of jsonrpsee (16 x 8).
+    wrk_load gateway-python python-xmlrpc "$run" "$xml_echo" text/xml 64
+    wrk_load gateway-python rpcmux-gateway "$run" "$json_echo" application/json 64
+    bench_load gateway-rust rpcmux-gateway-rust "$run" jsonrpc-tcp 16 8
     # JSON-RPC over STOMP, echo(MusicEntry): 16 x 8, and one connection, one call at a time.
     bench_load stomp-echo rpcmux-all "$run" stomp 16 8
     bench_load stomp-echo tcp-echo "$run" stomp 16 8 --echo-server

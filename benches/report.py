@@ -25,6 +25,16 @@ SCENARIOS = {
     "jsonrpc-tcp-echo": ("JSON-RPC over TCP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo": ("JSON-RPC over STOMP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo-1conn": ("JSON-RPC over STOMP, one connection", "echo(MusicEntry)", "rpcmux bench, 1 connection x 1 in flight"),
+    "gateway-python": (
+        "Gateway: JSON-RPC through rpcmux to Python's XML-RPC server, or XML-RPC straight to it",
+        "echo(MusicEntry)",
+        "wrk, 64 connections",
+    ),
+    "gateway-rust": (
+        "Gateway: JSON-RPC over TCP through rpcmux to jsonrpsee's HTTP server",
+        "echo(MusicEntry)",
+        "rpcmux bench, 16 connections x 8 in flight",
+    ),
     "xmlrpc-echo-machine": (
         "XML-RPC over HTTP, whole machine",
         "echo(MusicEntry)",
@@ -39,6 +49,8 @@ TARGETS = {
     "rpcmux-msgpack": "rpcmux `--protocol msgpack`",
     "rpcmux-typed": "rpcmux, typed verb `echoMusicEntry` (all protocols sniffed)",
     "rpcmux-nometrics": "rpcmux `--no-metrics` (all protocols sniffed)",
+    "rpcmux-gateway": "rpcmux gateway, upstream Python SimpleXMLRPCServer",
+    "rpcmux-gateway-rust": "rpcmux gateway, upstream jsonrpsee",
     "python-xmlrpc": "Python SimpleXMLRPCServer (threading, HTTP/1.1)",
     "jsonrpsee": "jsonrpsee 0.26 HTTP server",
     "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
@@ -166,6 +178,27 @@ def metrics_table(runs):
     return "\n".join(lines)
 
 
+def gateway_table(runs):
+    direct, via = runs.get(("gateway-python", "python-xmlrpc")), runs.get(("gateway-python", "rpcmux-gateway"))
+    if not (direct and via):
+        return "(not measured)"
+    d, v = med(direct, "calls_per_sec"), med(via, "calls_per_sec")
+    dp, vp = med(direct, "p50_ms"), med(via, "p50_ms")
+    lines = [
+        "| path | calls/s | p50 ms | p99 ms |",
+        "|---|---:|---:|---:|",
+        f"| XML-RPC straight to Python's server | {fmt_rate(d)} | {dp:.2f} | {med(direct, 'p99_ms'):.2f} |",
+        f"| JSON-RPC to rpcmux, XML-RPC on to Python's server | {fmt_rate(v)} | {vp:.2f} | {med(via, 'p99_ms'):.2f} |",
+        f"| **gateway / direct** | **{ratio(v, d)}** | **{vp - dp:+.2f} ms** | |",
+    ]
+    rust = runs.get(("gateway-rust", "rpcmux-gateway-rust"))
+    if rust:
+        lines.append(
+            f"| rpcmux in front of jsonrpsee (16 x 8, the gateway's own ceiling) | {fmt_rate(med(rust, 'calls_per_sec'))} | {med(rust, 'p50_ms'):.2f} | {med(rust, 'p99_ms'):.2f} |"
+        )
+    return "\n".join(lines)
+
+
 def detail_table(runs):
     lines = [
         "| workload | server | calls/s (median) | min - max over runs | p50 ms | p99 ms | errors (all runs) | server CPU | load generator CPU | other CPU (max) | calls per server CPU-second |",
@@ -286,6 +319,14 @@ msgpack and JSON, through a tree for XML-RPC), on the same server in the same ru
 Calls per server CPU-second, so a load generator at its limit does not hide the cost.
 
 {typed_table(runs)}
+
+## The gateway
+
+rpcmux in front of an existing server ([gateway.md](gateway.md)): the Python XML-RPC
+peer called through rpcmux (JSON-RPC over HTTP in, XML-RPC out, rpcmux and Python sharing
+the server core) against XML-RPC straight to it, same load, same run.
+
+{gateway_table(runs)}
 
 ## What metrics cost
 

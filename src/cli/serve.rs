@@ -269,6 +269,9 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
         };
         ops::reload_on_sighup(server.tls_reloader(), server.local_addrs());
+        // Listening for SIGTERM/SIGINT from before "listening on" is printed: one sent as
+        // soon as that line appears must start a graceful shutdown, not kill the process.
+        let stop = shutdown_signal();
         {
             let mut out = std::io::stdout().lock();
             for addr in server.local_addrs() {
@@ -281,23 +284,29 @@ pub fn run(args: ServeArgs) -> ExitCode {
             let _ = out.flush();
         }
         ops::ready(&server.local_addrs());
-        server.run(ops::stopping_after(shutdown_signal())).await;
+        server.run(ops::stopping_after(stop)).await;
         tracing::info!("stopped");
         ExitCode::SUCCESS
     })
 }
 
-/// SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
+/// SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is called, not when
+/// the future is first polled.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
         }
     }
     #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
