@@ -31,7 +31,11 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
                 let reply = answer(&req, &shared);
                 async move { Ok::<_, Infallible>(reply) }
             });
+            // half_close: a client that shuts its write side after the request (curl
+            // does not, scripts may) still gets the reply; without it hyper could close
+            // on that EOF before writing.
             let conn = hyper::server::conn::http1::Builder::new()
+                .half_close(true)
                 .serve_connection(TokioIo::new(stream), svc);
             let _ = tokio::time::timeout(std::time::Duration::from_secs(60), conn).await;
         });
