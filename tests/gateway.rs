@@ -9,7 +9,7 @@ mod gateway_support;
 mod pki;
 
 use common::Server;
-use gateway_support::{client, config_file, free_port, PyUpstream};
+use gateway_support::{client, config_file, free_port, gateway_with_config, PyUpstream};
 use rpcmux::client::ClientProto;
 use rpcmux::{vstruct, DateTime, Params, RpcError, Value};
 use std::time::{Duration, Instant};
@@ -27,16 +27,13 @@ fn gateway(upstreams: &[String]) -> Server {
     Server::start(&args)
 }
 
-/// Start rpcmux (no demo verbs) with a config file holding `toml`.
-fn gateway_with_config(toml: &str) -> Server {
-    let path = config_file(toml);
-    Server::start(&[
-        "--config",
-        path.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--no-demo",
-    ])
+/// The names in a `system.listMethods` answer.
+fn names(list: &Value) -> Vec<&str> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 async fn call(
@@ -117,12 +114,7 @@ async fn upstream_help_and_names_show_through_introspection() {
     let list = call(ClientProto::Xmlrpc, &srv, "system.listMethods", vec![])
         .await
         .unwrap();
-    let names: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let names = names(&list);
     for n in ["py.add", "py.echo", "py.fail", "py.hang", "py.whoami"] {
         assert!(names.contains(&n), "{n} in {names:?}");
     }
@@ -403,12 +395,7 @@ async fn rpcmux_upstreams_over_msgpack_json_tcp_and_json_http() {
     let list = call(ClientProto::Jsonrpc, &srv, "system.listMethods", vec![])
         .await
         .unwrap();
-    let names: Vec<&str> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    let names = names(&list);
     assert!(
         names.contains(&"m.subscribe"),
         "prefixed, so not taken: {names:?}"

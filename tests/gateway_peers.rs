@@ -8,7 +8,7 @@ mod common;
 mod gateway_support;
 
 use common::Server;
-use gateway_support::{client, config_file, free_port, PyUpstream};
+use gateway_support::{client, free_port, gateway_with_config, PyUpstream};
 use rpcmux::client::ClientProto;
 use rpcmux::{vstruct, Map, Params, RpcError, Value};
 use std::io::{BufRead, BufReader};
@@ -45,14 +45,7 @@ async fn msgpack_rpc_python_server_with_a_methods_list() {
         "[[upstream]]\nurl = \"msgpack+tcp://127.0.0.1:{}\"\nprefix = \"mp\"\nmethods = [\"echo\", \"add\", \"fail\"]\n",
         py.port
     );
-    let path = config_file(&toml);
-    let srv = Server::start(&[
-        "--config",
-        path.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--no-demo",
-    ]);
+    let srv = gateway_with_config(&toml);
     assert!(srv.wait_log(
         "serving the methods setting",
         std::time::Duration::from_secs(2)
@@ -191,14 +184,7 @@ async fn jsonrpsee_server_with_a_methods_list() {
         "[[upstream]]\nurl = \"jsonrpc+http://{}/\"\nprefix = \"rs\"\nmethods = [\"echo\", \"ping\"]\nconnections = 4\n",
         rs.1
     );
-    let path = config_file(&toml);
-    let srv = Server::start(&[
-        "--config",
-        path.to_str().unwrap(),
-        "--listen",
-        "127.0.0.1:0",
-        "--no-demo",
-    ]);
+    let srv = gateway_with_config(&toml);
     for proto in ClientProto::ALL {
         let c = client(proto, srv.addr).await;
         let r = c.call("rs.echo", pos(vec![plain()])).await.unwrap();

@@ -72,8 +72,12 @@ impl StatsCache {
         if let Some(s) = found {
             return s;
         }
-        let stats = make(metrics, protocol, method);
         let mut w = self.other.write().unwrap_or_else(|e| e.into_inner());
+        // Looked for again under the write lock: another call may have made it meanwhile.
+        if let Some((_, s)) = w.iter().find(|(p, _)| *p == protocol) {
+            return s;
+        }
+        let stats = make(metrics, protocol, method);
         w.push((protocol, stats));
         stats
     }
@@ -81,24 +85,22 @@ impl StatsCache {
 
 /// The handles for `method` over `protocol`, leaked (see [`StatsCache`]).
 fn make(metrics: &Metrics, protocol: &'static str, method: &str) -> &'static CallStats {
-    {
-        let labels = CallLabels {
+    let labels = CallLabels {
+        protocol,
+        method: method.to_owned(),
+    };
+    Box::leak(Box::new(CallStats {
+        method: method.into(),
+        handled: metrics.handled.clone(),
+        codes: metrics.codes.clone(),
+        started: metrics.started.get_or_create_owned(&labels),
+        ok: metrics.handled.get_or_create_owned(&HandledLabels {
             protocol,
             method: method.to_owned(),
-        };
-        Box::leak(Box::new(CallStats {
-            method: method.into(),
-            handled: metrics.handled.clone(),
-            codes: metrics.codes.clone(),
-            started: metrics.started.get_or_create_owned(&labels),
-            ok: metrics.handled.get_or_create_owned(&HandledLabels {
-                protocol,
-                method: method.to_owned(),
-                code: "ok".into(),
-            }),
-            duration: metrics.duration.get_or_create_owned(&labels),
-        }))
-    }
+            code: "ok".into(),
+        }),
+        duration: metrics.duration.get_or_create_owned(&labels),
+    }))
 }
 
 impl Observer {

@@ -212,33 +212,22 @@ impl VerbTable {
             return done(call, Err(RpcError::method_not_found(method)));
         };
         let abort = ctx.abort.clone();
+        // The parameters as values, mapped onto the declared names (dynamic verbs).
+        let args = |input: Input<'_>| {
+            input
+                .into_params(&verb.name)
+                .and_then(|p| map_params(verb, p))
+        };
         let started = match &verb.run {
-            Run::Builtin(f) => {
-                match input
-                    .into_params(&verb.name)
-                    .and_then(|p| map_params(verb, p))
-                {
-                    Ok(args) => Ok(Ok(f(self, args, ctx))),
-                    Err(e) => Ok(Err(e)),
-                }
-            }
-            Run::Handler(h) => {
-                let args = match input
-                    .into_params(&verb.name)
-                    .and_then(|p| map_params(verb, p))
-                {
-                    Ok(a) => a,
-                    Err(e) => return done(call, Err(e)),
-                };
-                std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok)
-            }
-            Run::Passthrough(h) => {
-                let params = match input.into_params(&verb.name) {
-                    Ok(p) => p,
-                    Err(e) => return done(call, Err(e)),
-                };
-                std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok)
-            }
+            Run::Builtin(f) => Ok(args(input).map(|args| f(self, args, ctx))),
+            Run::Handler(h) => match args(input) {
+                Ok(args) => std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok),
+                Err(e) => Ok(Err(e)),
+            },
+            Run::Passthrough(h) => match input.into_params(&verb.name) {
+                Ok(params) => std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok),
+                Err(e) => Ok(Err(e)),
+            },
             Run::Typed(t) => {
                 std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)))
             }

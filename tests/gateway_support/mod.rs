@@ -199,3 +199,15 @@ pub fn config_file(text: &str) -> PathBuf {
     std::fs::write(&p, text).unwrap();
     p
 }
+
+/// Start rpcmux (no demo verbs) with a config file holding `toml`.
+pub fn gateway_with_config(toml: &str) -> crate::common::Server {
+    let path = config_file(toml);
+    crate::common::Server::start(&[
+        "--config",
+        path.to_str().unwrap(),
+        "--listen",
+        "127.0.0.1:0",
+        "--no-demo",
+    ])
+}
