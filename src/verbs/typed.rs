@@ -76,9 +76,9 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
             .map_err(|e| invalid(verb, e))
         }
         Input::Json(raw) if raw.starts_with('[') => {
-            // The items' text first (one scan, no values built), for their count.
-            let items: Vec<&serde_json::value::RawValue> =
-                serde_json::from_str(raw).map_err(|e| invalid(verb, e))?;
+            // The items' text first (one scan, no values built), for their count; at
+            // most MAX_PARAMS of them, so a long array costs no more than its bytes.
+            let items = raw_items(raw).map_err(|e| invalid(verb, e))?;
             let n = items.len();
             P::deserialize(ParamsDe {
                 inner: serde::de::value::SeqDeserializer::new(items.into_iter()),
@@ -116,6 +116,38 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
     }
 }
 
+/// More positional parameters than any typed verb takes (its struct's fields or its
+/// tuple's items): the array is refused before more of it is indexed.
+const MAX_PARAMS: usize = 1024;
+
+/// The text of each item of a JSON array, at most [`MAX_PARAMS`] of them.
+fn raw_items(raw: &str) -> serde_json::Result<Vec<&serde_json::value::RawValue>> {
+    use serde::de::{Deserializer as _, SeqAccess, Visitor};
+    struct Items;
+    impl<'de> Visitor<'de> for Items {
+        type Value = Vec<&'de serde_json::value::RawValue>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an array of parameters")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut items = Vec::new();
+            while let Some(item) = seq.next_element()? {
+                if items.len() == MAX_PARAMS {
+                    return Err(serde::de::Error::custom(format_args!(
+                        "more than {MAX_PARAMS} parameters"
+                    )));
+                }
+                items.push(item);
+            }
+            Ok(items)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let items = (&mut de).deserialize_seq(Items)?;
+    de.end()?;
+    Ok(items)
+}
+
 impl<P, F, Fut, R, E> TypedRun for Typed<P, F>
 where
     P: DeserializeOwned + 'static,
@@ -133,5 +165,21 @@ where
                 Err(e) => Err(e.into()),
             }
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positional_json_params_are_indexed_up_to_a_bound() {
+        let items = raw_items(r#"[1, "a", {"b": [2]}]"#).unwrap();
+        let texts: Vec<&str> = items.iter().map(|r| r.get()).collect();
+        assert_eq!(texts, ["1", "\"a\"", r#"{"b": [2]}"#]);
+        let long = format!("[{}0]", "0,".repeat(MAX_PARAMS));
+        let e = raw_items(&long).unwrap_err().to_string();
+        assert!(e.contains("more than 1024 parameters"), "{e}");
+        assert!(raw_items(&format!("[{}0]", "0,".repeat(MAX_PARAMS - 1))).is_ok());
     }
 }
