@@ -1,5 +1,6 @@
 //! `rpcmux serve`, `call` and `bench`.
 
+mod alloc;
 mod bench;
 mod call;
 mod log;

@@ -233,6 +233,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
     if let Some(n) = threads {
         rt.worker_threads(n.max(1));
     }
+    rt.on_thread_park(super::alloc::collect_when_parked);
     let rt = match rt.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

@@ -197,13 +197,19 @@ pub(crate) async fn serve<S, F>(
 /// second (each time all replies were out: two allocations and smaller reads after).
 const RELEASE_AFTER: Duration = Duration::from_secs(1);
 
-/// The least free space a read gets in the input buffer.
+/// The free space a read gets once a read has filled the room it had (a peer sending
+/// more than fits: pipelined calls, a large frame).
 const READ_ROOM: usize = 16 * 1024;
 
-/// The room a read gets on a connection with nothing pending: buffers are released
-/// while a connection is idle (no call, no input, no output), and most idle
-/// connections' next message is small. The read after it gets [`READ_ROOM`].
-const IDLE_READ_ROOM: usize = 2 * 1024;
+/// The free space a read gets until then, and again after the buffers were released.
+/// Most connections send a request now and then (VDSM's, the CLI's, a monitor's): with
+/// 16 KiB for every read each of them held 16 KiB from its first request on, and an
+/// allocator need not give freed memory back to the system (mimalloc keeps pages freed
+/// from another thread until their owner allocates again), so releasing buffers when idle
+/// did not bring the resident size down. Growing only after a full read is hyper's
+/// adaptive read strategy; a pipelining peer fills its first read and gets
+/// [`READ_ROOM`] from the next one on.
+const SMALL_READ_ROOM: usize = 2 * 1024;
 
 /// Unsent output past which the driver stops reading and stops taking events.
 pub(crate) const MAX_OUT: usize = 4 << 20;
@@ -260,6 +266,8 @@ pub(crate) async fn drive<R, W, F>(
     // Buffers are given back once the connection has had nothing pending for
     // RELEASE_AFTER; the timer is moved only when it fires, never per call.
     let mut idle_since: Option<tokio::time::Instant> = None;
+    // Whether the last read filled the room it had (see SMALL_READ_ROOM).
+    let mut read_full = false;
     let release = tokio::time::sleep(RELEASE_AFTER);
     tokio::pin!(release);
     // Since when output has waited without a byte written (None: nothing waits).
@@ -323,10 +331,10 @@ pub(crate) async fn drive<R, W, F>(
         } else {
             SMALL - input.len().min(SMALL)
         };
-        let want_room = if input.capacity() == 0 {
-            IDLE_READ_ROOM
-        } else {
+        let want_room = if read_full {
             READ_ROOM
+        } else {
+            SMALL_READ_ROOM
         };
         if can_read && input.capacity() - input.len() < want_room {
             // A codec reserves only what its next frame still needs; reading into just
@@ -336,6 +344,8 @@ pub(crate) async fn drive<R, W, F>(
             // still grows only as far as the framer's frame limit allows.
             input.reserve(want_room);
         }
+        // What the read below may fill: if it does, the peer has more to send.
+        let read_room = (input.capacity() - input.len()).min(read_limit);
         let wait_for_budget = reading && !big_room;
         tokio::select! {
             biased;
@@ -371,7 +381,10 @@ pub(crate) async fn drive<R, W, F>(
                 Ok(0) => reading = false,
                 // The idle timer is not reset here (a timer-wheel move per read); when it
                 // fires, it re-arms from the last input if there was any since.
-                Ok(_) => last_input = tokio::time::Instant::now(),
+                Ok(n) => {
+                    read_full = n >= read_room;
+                    last_input = tokio::time::Instant::now();
+                }
                 Err(e) => {
                     tracing::debug!(peer = %opts.peer, error = %e, "read failed");
                     break;
@@ -379,11 +392,13 @@ pub(crate) async fn drive<R, W, F>(
             },
             _ = &mut shutting_down, if reading => reading = false,
             // Give the buffers back once nothing has been pending for RELEASE_AFTER (an
-            // idle connection then holds no buffer at all; see IDLE_READ_ROOM).
+            // idle connection then holds no buffer at all; see SMALL_READ_ROOM).
             _ = &mut release, if idle_since.is_some() && holds_buffers => match idle_since {
                 Some(t) if t.elapsed() >= RELEASE_AFTER => {
+                    tracing::trace!(peer = %opts.peer, input = input.capacity(), out = out.capacity(), "idle: buffers released");
                     input = BytesMut::new();
                     out = BytesMut::new();
+                    read_full = false;
                 }
                 Some(t) => release.as_mut().reset(t + RELEASE_AFTER),
                 None => {}
@@ -462,10 +477,12 @@ mod tests {
     use std::sync::Mutex;
     use std::task::{Context, Poll};
 
-    /// Hands out `left` chunks of 100 bytes, then EOF, and records how much room each
-    /// read was given.
+    /// Hands out `left` chunks, then EOF, and records how much room each read was
+    /// given. A chunk is 100 bytes, or as much as the read has room for (`fill`: a peer
+    /// with more to send than fits).
     struct Chunks {
         left: usize,
+        fill: bool,
         room: Arc<Mutex<Vec<usize>>>,
     }
 
@@ -478,7 +495,9 @@ mod tests {
             self.room.lock().unwrap().push(buf.remaining());
             if self.left > 0 {
                 self.left -= 1;
-                buf.put_slice(&[b'x'; 100][..buf.remaining().min(100)]);
+                let n = if self.fill { buf.remaining() } else { 100 };
+                let n = n.min(buf.remaining());
+                buf.put_slice(&vec![b'x'; n]);
             }
             Poll::Ready(Ok(()))
         }
@@ -505,11 +524,12 @@ mod tests {
         fn event(&mut self, _: &Event, _: &mut BytesMut) {}
     }
 
-    #[tokio::test]
-    async fn every_read_gets_room_for_many_frames() {
+    /// The room each read of a connection fed by `Chunks { fill, .. }` gets.
+    async fn read_rooms(fill: bool) -> Vec<usize> {
         let room = Arc::new(Mutex::new(Vec::new()));
         let rd = Chunks {
             left: 50,
+            fill,
             room: room.clone(),
         };
         let (_tx, rx) = mpsc::channel(1);
@@ -526,15 +546,33 @@ mod tests {
             metrics: None,
         };
         drive(rd, tokio::io::sink(), BytesMut::new(), Swallow, rx, opts).await;
-        let room = room.lock().unwrap();
+        let room = room.lock().unwrap().clone();
         // 50 chunks and the EOF, then the linger's read after our FIN (its own buffer).
         assert_eq!(room.len(), 52, "{room:?}");
-        // The first read finds an idle connection (no buffer yet): a small one. Every
-        // read after it, with a partial frame pending, gets the full room.
-        assert!(room[0] >= IDLE_READ_ROOM, "{room:?}");
+        room
+    }
+
+    #[tokio::test]
+    async fn a_peer_with_more_to_send_gets_room_for_many_frames() {
+        let room = read_rooms(true).await;
+        // The first read gets a small buffer; it fills it, so every read after it (with
+        // a partial frame pending) gets the full room.
+        assert!(room[0] >= SMALL_READ_ROOM, "{room:?}");
         assert!(
             room[1..51].iter().all(|&r| r >= READ_ROOM),
             "a read got less than {READ_ROOM} bytes of room: {room:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_peer_sending_little_keeps_a_small_buffer() {
+        let room = read_rooms(false).await;
+        // 100-byte messages never fill a read: the buffer stays small.
+        assert!(
+            room[..51]
+                .iter()
+                .all(|&r| (SMALL_READ_ROOM..READ_ROOM).contains(&r)),
+            "{room:?}"
         );
     }
 }
