@@ -8,6 +8,7 @@
 
 mod args;
 mod context;
+mod extra;
 mod introspect;
 mod multicall;
 mod openrpc;
@@ -22,6 +23,7 @@ mod typed;
 pub use args::Args;
 pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
+pub(crate) use extra::{Extra, VerbSet};
 pub use output::{Encode, Output};
 pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};
 pub use subscriptions::ERR_NO_EVENTS_HERE;
