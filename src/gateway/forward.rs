@@ -176,6 +176,24 @@ impl Upstream {
         params: Params,
         peer: Option<SocketAddr>,
     ) -> Result<Value, RpcError> {
+        let retry = self.idempotent(method);
+        self.forward_as(method, params, peer, retry).await
+    }
+
+    /// Whether `method` (its name on the upstream) is safe to run twice.
+    pub fn idempotent(&self, method: &str) -> bool {
+        self.all_idempotent || self.idempotent.contains(method)
+    }
+
+    /// [`forward`](Self::forward), saying whether the call may be sent again after its
+    /// connection was lost (a multicall: only if every call in it may).
+    pub async fn forward_as(
+        &self,
+        method: &str,
+        params: Params,
+        peer: Option<SocketAddr>,
+        retry: bool,
+    ) -> Result<Value, RpcError> {
         if matches!(params, Params::Named(_)) && !self.named_params {
             return Err(RpcError::invalid_params(format!(
                 "{method} is served by upstream {}, which takes parameters by position only",
@@ -198,7 +216,7 @@ impl Upstream {
             Some(ip) => &[("x-forwarded-for", ip.as_str())],
             None => &[],
         };
-        let call = self.attempt(method, &params, headers);
+        let call = self.attempt(method, &params, headers, retry);
         match tokio::time::timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(self.timed_out(method)),
@@ -221,8 +239,8 @@ impl Upstream {
         method: &str,
         params: &Params,
         headers: &[(&str, &str)],
+        retry: bool,
     ) -> Result<Value, RpcError> {
-        let retry = self.all_idempotent || self.idempotent.contains(method);
         // Healthy first, then those that failed a connect lately, then those that
         // failed their health check: tried only when nothing else answers.
         let rank = |e: &&Endpoint| (e.check_failed(), e.down());

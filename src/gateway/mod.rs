@@ -20,6 +20,8 @@ mod forward;
 #[cfg(feature = "gateway")]
 mod health;
 #[cfg(feature = "gateway")]
+mod multicall;
+#[cfg(feature = "gateway")]
 mod pool;
 #[cfg(feature = "gateway")]
 mod refresh;

@@ -10,7 +10,7 @@
 use super::discover::{self, Found};
 use super::forward::Upstream;
 use super::{GatewayError, UpstreamConfig};
-use crate::verbs::{Extra, VerbSet, VerbTable};
+use crate::verbs::{BatchTarget, Extra, VerbSet, VerbTable};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -36,6 +36,9 @@ struct Inner {
 
 pub(super) struct Served {
     pub up: Arc<Upstream>,
+    /// The upstream as a batch target: one per upstream, so that its verbs learned at
+    /// different times still group together.
+    target: Arc<dyn BatchTarget>,
     pub config: UpstreamConfig,
     failures: AtomicU64,
 }
@@ -49,7 +52,11 @@ impl UpstreamRefresher {
     ) -> Result<UpstreamRefresher, GatewayError> {
         let mut taken: HashSet<String> = table.names().into_iter().collect();
         let mut sets = Vec::with_capacity(upstreams.len());
-        for (up, c) in &upstreams {
+        let targets: Vec<Arc<dyn BatchTarget>> = upstreams
+            .iter()
+            .map(|(up, _)| Arc::new(super::multicall::Multicall(up.clone())) as _)
+            .collect();
+        for ((up, c), target) in upstreams.iter().zip(&targets) {
             let (found, source) = discover::discover(up, &c.methods, false)
                 .await
                 .map_err(|e| {
@@ -59,7 +66,7 @@ impl UpstreamRefresher {
                         up.name, e.message, e.code
                     ))
                 })?;
-            let (set, skipped) = build(up, c, found, &taken, &VerbSet::new());
+            let (set, skipped) = build(up, target, c, found, &taken, &VerbSet::new());
             for name in &skipped {
                 tracing::warn!(upstream = %up.name, verb = %name, "upstream verb not served: the name is taken");
             }
@@ -72,8 +79,10 @@ impl UpstreamRefresher {
             taken: table.names().into_iter().collect(),
             upstreams: upstreams
                 .into_iter()
-                .map(|(up, config)| Served {
+                .zip(targets)
+                .map(|((up, config), target)| Served {
                     up,
+                    target,
                     config,
                     failures: AtomicU64::new(0),
                 })
@@ -120,7 +129,7 @@ impl UpstreamRefresher {
         // Names taken by the table or an earlier upstream; a later one's are free.
         let mut taken = inner.taken.clone();
         taken.extend(sets[..i].iter().flat_map(|set| set.keys().cloned()));
-        let (set, _) = build(&s.up, &s.config, found, &taken, &sets[i]);
+        let (set, _) = build(&s.up, &s.target, &s.config, found, &taken, &sets[i]);
         let old = &sets[i];
         let added = set.keys().filter(|k| !old.contains_key(*k)).count();
         let removed = old.keys().filter(|k| !set.contains_key(*k)).count();
@@ -210,6 +219,7 @@ impl Inner {
 /// second). A verb described as in `old` is `old`'s.
 fn build(
     up: &Arc<Upstream>,
+    target: &Arc<dyn BatchTarget>,
     c: &UpstreamConfig,
     found: Vec<Found>,
     taken: &HashSet<String>,
@@ -231,14 +241,19 @@ fn build(
             skipped.push(public);
             continue;
         }
-        let mut b = t.verb(&public).help(&f.help);
+        let name: Arc<str> = f.name.into();
+        let group = crate::verbs::Group {
+            target: target.clone(),
+            name: name.clone(),
+        };
+        let mut b = t.verb(&public).help(&f.help).group(group);
         if let Some(sigs) = f.signatures {
             b = b.signatures(sigs);
         }
-        let (up, target): (_, Arc<str>) = (up.clone(), f.name.into());
+        let up = up.clone();
         b.passthrough(move |params, ctx| {
-            let (up, target) = (up.clone(), target.clone());
-            async move { up.forward(&target, params, ctx.peer).await }
+            let (up, name) = (up.clone(), name.clone());
+            async move { up.forward(&name, params, ctx.peer).await }
         });
     }
     let mut set = t.into_verbs();

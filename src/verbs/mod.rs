@@ -7,6 +7,7 @@
 //! [`rpcmux_value::RpcError`] for each framer to put into its own protocol's shape.
 
 mod args;
+mod batch;
 mod context;
 mod extra;
 mod introspect;
@@ -21,6 +22,7 @@ mod table;
 mod typed;
 
 pub use args::Args;
+pub(crate) use batch::{plan, BatchTarget, Group, Run};
 pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
 pub(crate) use extra::{Extra, VerbSet};

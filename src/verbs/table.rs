@@ -64,6 +64,9 @@ pub struct Verb {
     /// `name`, leaked once at registration: the access log names a call's verb without
     /// a refcount per call.
     pub(crate) static_name: &'static str,
+    /// Where several of its calls can go in one request (a forwarded verb whose
+    /// upstream has `system.multicall`; see `batch.rs`).
+    pub(crate) group: Option<super::batch::Group>,
     names: &'static [&'static str],
     run: Run,
 }
@@ -117,6 +120,7 @@ impl VerbTable {
     pub fn verb(&mut self, name: &str) -> VerbBuilder<'_> {
         VerbBuilder {
             table: self,
+            group: None,
             name: name.to_owned(),
             params: Vec::new(),
             returns: "any",
@@ -347,7 +351,7 @@ fn guard(
 /// Code of the error a call gets when the server stops before it finished.
 pub const ERR_SHUTTING_DOWN: i64 = -32001;
 
-fn shutting_down() -> RpcError {
+pub(super) fn shutting_down() -> RpcError {
     RpcError::new(
         ERR_SHUTTING_DOWN,
         "server shutting down: the call was cancelled before it finished",
@@ -413,6 +417,7 @@ fn missing(verb: &Verb, i: usize) -> RpcError {
 /// Builder returned by [`VerbTable::verb`].
 pub struct VerbBuilder<'t> {
     table: &'t mut VerbTable,
+    group: Option<super::batch::Group>,
     name: String,
     params: Vec<ParamSpec>,
     returns: &'static str,
@@ -576,6 +581,12 @@ impl VerbBuilder<'_> {
         );
     }
 
+    /// Let batches send several calls of this verb in one request (see `batch.rs`).
+    pub(crate) fn group(mut self, g: super::batch::Group) -> Self {
+        self.group = Some(g);
+        self
+    }
+
     pub(crate) fn builtin(self, f: Builtin) {
         self.finish(Run::Builtin(f), None);
     }
@@ -602,6 +613,7 @@ impl VerbBuilder<'_> {
             policy: self.policy,
             stats: Default::default(),
             static_name: super::extra::intern(&self.name),
+            group: self.group,
             names,
             run,
         };
