@@ -7,7 +7,6 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use std::sync::atomic::Ordering;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UpstreamLabel {
@@ -47,7 +46,7 @@ impl UpstreamMetrics {
             let c = self
                 .refresh_failures
                 .get_or_create(&UpstreamLabel { upstream });
-            c.inner().store(n, Ordering::Relaxed);
+            c.inner().store(n, std::sync::atomic::Ordering::Relaxed);
         }
         for (upstream, address, is_up) in up.addresses() {
             let g = self

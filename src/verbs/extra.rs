@@ -38,6 +38,7 @@ impl Extra {
     }
 
     /// Serve `set` from now on, instead of the previous one.
+    #[cfg(feature = "gateway")]
     pub fn replace(&self, set: VerbSet) {
         *self.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
     }

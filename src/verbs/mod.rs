@@ -22,9 +22,12 @@ mod table;
 mod typed;
 
 pub use args::Args;
-pub(crate) use batch::{plan, BatchTarget, Group, Run};
+pub(crate) use batch::{plan, Run};
+#[cfg(feature = "gateway")]
+pub(crate) use batch::{BatchTarget, Group};
 pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
+#[cfg(feature = "gateway")]
 pub(crate) use extra::{Extra, VerbSet};
 pub use output::{Encode, Output};
 pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};

@@ -185,6 +185,7 @@ impl VerbTable {
 
     /// Take the verbs out of a table built only to hold them (the gateway builds its
     /// upstream verbs in one, then serves them as the changing set).
+    #[cfg(feature = "gateway")]
     pub(crate) fn into_verbs(self) -> super::extra::VerbSet {
         self.verbs
     }
@@ -582,6 +583,7 @@ impl VerbBuilder<'_> {
     }
 
     /// Let batches send several calls of this verb in one request (see `batch.rs`).
+    #[cfg(feature = "gateway")]
     pub(crate) fn group(mut self, g: super::batch::Group) -> Self {
         self.group = Some(g);
         self
