@@ -63,13 +63,18 @@ fn notify(state: &str) {
     let _ = state;
 }
 
-/// Reload the TLS material on every SIGHUP, for as long as the runtime lives, telling
+/// Reload the TLS material and learn the upstreams' verbs again (the gateway) on every
+/// SIGHUP, for as long as the runtime lives, telling
 /// systemd `RELOADING=1` before and `READY=1` after (with the outcome as `STATUS`), so
 /// `Type=notify-reload` works and `systemctl status` shows a failed reload. The handler
 /// is installed even with TLS off, so that a SIGHUP (a `systemctl reload`) never kills
 /// the server, as its default action would. Call it inside the runtime, before
 /// announcing readiness: a SIGHUP may follow at once.
-pub fn reload_on_sighup(reloader: Option<TlsReloader>, addrs: Vec<SocketAddr>) {
+pub fn reload_on_sighup(
+    reloader: Option<TlsReloader>,
+    upstreams: Option<rpcmux::gateway::UpstreamRefresher>,
+    addrs: Vec<SocketAddr>,
+) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -100,6 +105,16 @@ pub fn reload_on_sighup(reloader: Option<TlsReloader>, addrs: Vec<SocketAddr>) {
                         "nothing to reload".to_string()
                     }
                 };
+                let outcome = match &upstreams {
+                    Some(u) => {
+                        tracing::info!("SIGHUP: learning the upstreams' verbs again");
+                        match u.refresh().await {
+                            Ok(()) => format!("{outcome}; upstream verbs refreshed"),
+                            Err(e) => format!("{outcome}; {e}"),
+                        }
+                    }
+                    None => outcome,
+                };
                 // One line: a newline would start another assignment.
                 let outcome = outcome.replace('\n', " ");
                 notify(&format!("READY=1\nSTATUS={}; {outcome}", listening(&addrs)));
@@ -107,5 +122,5 @@ pub fn reload_on_sighup(reloader: Option<TlsReloader>, addrs: Vec<SocketAddr>) {
         });
     }
     #[cfg(not(unix))]
-    let _ = (reloader, addrs);
+    let _ = (reloader, upstreams, addrs);
 }

@@ -269,7 +269,11 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        ops::reload_on_sighup(server.tls_reloader(), server.local_addrs());
+        ops::reload_on_sighup(
+            server.tls_reloader(),
+            server.upstream_refresher(),
+            server.local_addrs(),
+        );
         // Listening for SIGTERM/SIGINT from before "listening on" is printed: one sent as
         // soon as that line appears must start a graceful shutdown, not kill the process.
         let stop = shutdown_signal();

@@ -53,6 +53,23 @@ pub struct UpstreamConfig {
     /// system's roots, as deployments with their own CA want).
     #[serde(default)]
     pub tls_ca: Option<PathBuf>,
+    /// Seconds between two discoveries of the upstream's verbs while serving (added and
+    /// removed verbs are learned); unset: only at startup and on SIGHUP. Each discovery
+    /// costs the upstream a call per verb, hence off by default.
+    #[serde(default)]
+    pub refresh: Option<f64>,
+    /// Seconds between two health checks of each address (a new connection: TCP
+    /// connect, and the TLS handshake for https; no call, so the check costs the
+    /// upstream nothing but the connection). An address that fails one is tried by calls
+    /// only after every other address, until a check succeeds. Unset: no checks, an
+    /// address is judged by the calls that use it.
+    #[serde(default)]
+    pub health_interval: Option<f64>,
+    /// Send a JSON-RPC batch, msgpack pipeline or `system.multicall` whose calls go to
+    /// this upstream as one `system.multicall`, when the upstream lists it (XML-RPC
+    /// only; default on).
+    #[serde(default = "yes")]
+    pub multicall: bool,
 }
 
 fn yes() -> bool {
@@ -65,6 +82,13 @@ fn default_timeout() -> f64 {
 
 fn default_max_in_flight() -> usize {
     64
+}
+
+/// A period in seconds, unset or not positive meaning off; at least 10 ms, so a tiny
+/// value cannot turn into a busy loop against the upstream.
+fn seconds(s: Option<f64>) -> Option<Duration> {
+    let s = s.filter(|s| *s > 0.0)?;
+    Some(Duration::try_from_secs_f64(s.max(0.01)).unwrap_or(Duration::MAX))
 }
 
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -93,6 +117,9 @@ impl UpstreamConfig {
             idempotent: Vec::new(),
             forwarded_for: true,
             tls_ca: None,
+            refresh: None,
+            health_interval: None,
+            multicall: true,
         }
     }
 
@@ -120,6 +147,16 @@ impl UpstreamConfig {
     /// The `timeout` field as a `Duration`.
     pub fn timeout(&self) -> Duration {
         Duration::try_from_secs_f64(self.timeout.max(0.0)).unwrap_or(Duration::MAX)
+    }
+
+    /// The `refresh` field as a `Duration`, when set (and positive).
+    pub fn refresh(&self) -> Option<Duration> {
+        seconds(self.refresh)
+    }
+
+    /// The `health_interval` field as a `Duration`, when set (and positive).
+    pub fn health_interval(&self) -> Option<Duration> {
+        seconds(self.health_interval)
     }
 
     /// Every URL parsed, or what is wrong with the settings.

@@ -24,10 +24,15 @@ pub(super) struct Found {
 /// Where the list came from, for the startup log.
 pub(super) type Source = &'static str;
 
-/// The upstream's verbs, or why there are none to serve.
+/// The upstream's verbs, or why there are none to serve. `strict` (a refresh while
+/// serving): an upstream that could not be asked (unreachable, timed out, overloaded,
+/// a bad reply) is a failure even with a `methods` list, so the verbs learned before
+/// are kept rather than replaced by that list; one that answered with a fault of its
+/// own has no introspection, and gets the list.
 pub(super) async fn discover(
     up: &Upstream,
     configured: &[String],
+    strict: bool,
 ) -> Result<(Vec<Found>, Source), RpcError> {
     let listed = up
         .forward("system.listMethods", Params::default(), None)
@@ -56,6 +61,9 @@ pub(super) async fn discover(
             .filter_map(|r| r.as_ref().err())
             .find(|e| e.code != RpcError::METHOD_NOT_FOUND)
         {
+            if strict && unanswered(e) {
+                return Err(e.clone());
+            }
             tracing::warn!(upstream = %up.name, error = %e.message, "cannot ask the upstream for its verbs; serving the methods setting");
         }
         let found = configured
@@ -81,6 +89,12 @@ pub(super) async fn discover(
             )
         });
     Err(err)
+}
+
+/// Whether `e` says the upstream gave no answer of its own (the gateway's -32010..-32013).
+fn unanswered(e: &RpcError) -> bool {
+    use super::{ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_UNREACHABLE};
+    (ERR_UPSTREAM_BAD_REPLY..=ERR_UPSTREAM_UNREACHABLE).contains(&e.code)
 }
 
 /// Help and signatures of one listed verb; either may be missing (a fault, or

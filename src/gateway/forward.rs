@@ -10,6 +10,7 @@ use crate::client::{ClientProto, ConnectOpts, TlsOpts};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -18,17 +19,48 @@ use tokio::sync::Semaphore;
 /// do not each wait for a dead replica before reaching a live one.
 const DOWN_FOR: Duration = Duration::from_secs(5);
 
-struct Endpoint {
-    url: String,
-    pool: Pool,
+pub(super) struct Endpoint {
+    pub url: String,
+    pub pool: Pool,
     /// When it last failed to connect; cleared when it answers.
     down_since: Mutex<Option<Instant>>,
+    /// Whether its last health check failed (`health_interval`): calls try it only
+    /// after every other address, until a check succeeds.
+    check_failed: AtomicBool,
 }
 
 impl Endpoint {
     fn down(&self) -> bool {
         let d = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
         d.is_some_and(|t| t.elapsed() < DOWN_FOR)
+    }
+
+    fn check_failed(&self) -> bool {
+        self.check_failed.load(Ordering::Relaxed)
+    }
+
+    /// Whether calls would go to it first: its last check (if any) passed and it has
+    /// not failed to connect lately. The `/metrics` gauge.
+    pub fn up(&self) -> bool {
+        !self.check_failed() && !self.down()
+    }
+
+    /// Record a health check's outcome; a change is logged once.
+    pub fn checked(&self, upstream: &str, ok: bool, why: &dyn std::fmt::Display) {
+        let was_failed = self.check_failed.swap(!ok, Ordering::Relaxed);
+        match (was_failed, ok) {
+            (false, false) => {
+                tracing::warn!(upstream, url = %self.url, error = %why, "upstream address failed its health check: skipped by calls")
+            }
+            (true, true) => {
+                tracing::info!(upstream, url = %self.url, "upstream address passed its health check")
+            }
+            _ => {}
+        }
+        if ok {
+            // A passing check also clears a failed connect: calls may go there first.
+            *self.down_since.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
     }
 
     /// Record whether it answered; a change is logged once, not per call.
@@ -49,7 +81,9 @@ impl Endpoint {
 pub(super) struct Upstream {
     /// Its prefix, or its first URL: how errors and logs name it.
     pub name: String,
-    endpoints: Vec<Endpoint>,
+    pub endpoints: Vec<Endpoint>,
+    /// Seconds between health checks of each address, when set.
+    pub health_interval: Option<Duration>,
     /// Whether every address takes parameters by name (JSON-RPC).
     named_params: bool,
     timeout: Duration,
@@ -58,6 +92,10 @@ pub(super) struct Upstream {
     idempotent: HashSet<String>,
     all_idempotent: bool,
     forwarded_for: bool,
+    /// Whether the upstream listed `system.multicall` at its last discovery (and
+    /// `multicall` is on in its settings): batches to it go as one multicall.
+    multicall: AtomicBool,
+    multicall_allowed: bool,
 }
 
 impl Upstream {
@@ -92,12 +130,14 @@ impl Upstream {
                     url: text.clone(),
                     pool: Pool::new(proto, u.addr.clone(), opts, n),
                     down_since: Mutex::new(None),
+                    check_failed: AtomicBool::new(false),
                 }
             })
             .collect();
         Ok(Upstream {
             name: c.name(),
             endpoints,
+            health_interval: c.health_interval(),
             named_params: urls.iter().all(|u| {
                 matches!(
                     u.proto,
@@ -110,7 +150,21 @@ impl Upstream {
             all_idempotent: c.idempotent.iter().any(|m| m == "*"),
             idempotent: c.idempotent.iter().cloned().collect(),
             forwarded_for: c.forwarded_for,
+            multicall: AtomicBool::new(false),
+            multicall_allowed: c.multicall
+                && urls.iter().all(|u| u.proto == UpstreamProto::XmlrpcHttp),
         })
+    }
+
+    /// Record whether the upstream lists `system.multicall` (at each discovery).
+    pub fn set_multicall(&self, listed: bool) {
+        let on = listed && self.multicall_allowed;
+        self.multicall.store(on, Ordering::Relaxed);
+    }
+
+    /// Whether batches to this upstream go as one `system.multicall`.
+    pub fn multicall(&self) -> bool {
+        self.multicall.load(Ordering::Relaxed)
     }
 
     /// Call `method` (its name on the upstream) for a caller at `peer`. The upstream's
@@ -121,6 +175,24 @@ impl Upstream {
         method: &str,
         params: Params,
         peer: Option<SocketAddr>,
+    ) -> Result<Value, RpcError> {
+        let retry = self.idempotent(method);
+        self.forward_as(method, params, peer, retry).await
+    }
+
+    /// Whether `method` (its name on the upstream) is safe to run twice.
+    pub fn idempotent(&self, method: &str) -> bool {
+        self.all_idempotent || self.idempotent.contains(method)
+    }
+
+    /// [`forward`](Self::forward), saying whether the call may be sent again after its
+    /// connection was lost (a multicall: only if every call in it may).
+    pub async fn forward_as(
+        &self,
+        method: &str,
+        params: Params,
+        peer: Option<SocketAddr>,
+        retry: bool,
     ) -> Result<Value, RpcError> {
         if matches!(params, Params::Named(_)) && !self.named_params {
             return Err(RpcError::invalid_params(format!(
@@ -144,7 +216,7 @@ impl Upstream {
             Some(ip) => &[("x-forwarded-for", ip.as_str())],
             None => &[],
         };
-        let call = self.attempt(method, &params, headers);
+        let call = self.attempt(method, &params, headers, retry);
         match tokio::time::timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(self.timed_out(method)),
@@ -167,10 +239,13 @@ impl Upstream {
         method: &str,
         params: &Params,
         headers: &[(&str, &str)],
+        retry: bool,
     ) -> Result<Value, RpcError> {
-        let retry = self.all_idempotent || self.idempotent.contains(method);
-        let mut order: Vec<&Endpoint> = self.endpoints.iter().filter(|e| !e.down()).collect();
-        order.extend(self.endpoints.iter().filter(|e| e.down()));
+        // Healthy first, then those that failed a connect lately, then those that
+        // failed their health check: tried only when nothing else answers.
+        let rank = |e: &&Endpoint| (e.check_failed(), e.down());
+        let mut order: Vec<&Endpoint> = self.endpoints.iter().collect();
+        order.sort_by_key(rank);
         if retry && order.len() == 1 {
             // One address: a verb safe to repeat gets one more try on a new connection.
             order.push(order[0]);

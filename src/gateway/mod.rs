@@ -18,9 +18,17 @@ mod discover;
 #[cfg(feature = "gateway")]
 mod forward;
 #[cfg(feature = "gateway")]
+mod health;
+#[cfg(feature = "gateway")]
+mod multicall;
+#[cfg(feature = "gateway")]
 mod pool;
+#[cfg(feature = "gateway")]
+mod refresh;
 
 pub use config::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+#[cfg(feature = "gateway")]
+pub use refresh::UpstreamRefresher;
 
 /// No address of the upstream answered: none could be connected, or the connection
 /// was lost with the call in flight (and the verb is not listed as idempotent).
@@ -53,14 +61,16 @@ impl std::error::Error for GatewayError {}
 
 /// Discover every upstream's verbs and register them in `table`. Names taken already
 /// (a Rust verb, an earlier upstream's) are skipped with a warning, and so are the
-/// upstream's `system.*` and `rpc.*` verbs, which rpcmux answers itself.
+/// upstream's `system.*` and `rpc.*` verbs, which rpcmux answers itself. The verbs can
+/// be learned again later through the [`UpstreamRefresher`] returned.
 #[cfg(feature = "gateway")]
 pub async fn register(
     table: &mut crate::VerbTable,
     upstreams: &[UpstreamConfig],
-) -> Result<(), GatewayError> {
+) -> Result<UpstreamRefresher, GatewayError> {
     use std::sync::Arc;
     let mut prefixes = std::collections::HashSet::new();
+    let mut ups = Vec::with_capacity(upstreams.len());
     for c in upstreams {
         if let Some(p) = &c.prefix {
             if !prefixes.insert(p) {
@@ -70,39 +80,7 @@ pub async fn register(
             }
         }
         let up = Arc::new(forward::Upstream::new(c).map_err(GatewayError)?);
-        let (found, source) = discover::discover(&up, &c.methods).await.map_err(|e| {
-            GatewayError(format!(
-                "upstream {}: cannot learn its verbs: {} ({}); an upstream that cannot \
-                 list them needs a `methods` list in its [[upstream]] table",
-                up.name, e.message, e.code
-            ))
-        })?;
-        let (mut served, mut skipped) = (0, 0);
-        for f in found {
-            if f.name.starts_with("system.") || f.name.starts_with("rpc.") {
-                continue;
-            }
-            let public = match &c.prefix {
-                Some(p) => format!("{p}.{}", f.name),
-                None => f.name.clone(),
-            };
-            if table.contains(&public) {
-                tracing::warn!(upstream = %up.name, verb = %public, "upstream verb not served: the name is taken");
-                skipped += 1;
-                continue;
-            }
-            let mut b = table.verb(&public).help(&f.help);
-            if let Some(sigs) = f.signatures {
-                b = b.signatures(sigs);
-            }
-            let (up, target): (_, Arc<str>) = (up.clone(), f.name.into());
-            b.passthrough(move |params, ctx| {
-                let (up, target) = (up.clone(), target.clone());
-                async move { up.forward(&target, params, ctx.peer).await }
-            });
-            served += 1;
-        }
-        tracing::info!(upstream = %up.name, verbs = served, skipped, source, "upstream verbs registered");
+        ups.push((up, c.clone()));
     }
-    Ok(())
+    UpstreamRefresher::start(table, ups).await
 }

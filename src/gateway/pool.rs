@@ -106,6 +106,15 @@ impl Pool {
         client.map_err(Failure::NotSent)
     }
 
+    /// A health check: open a connection (TCP, TLS for https) and close it again.
+    pub async fn probe(&self) -> Result<(), String> {
+        match self.connect().await {
+            Ok(_) => Ok(()),
+            Err(Failure::NotSent(e)) => Err(e.to_string()),
+            Err(_) => Err("connection failed".into()),
+        }
+    }
+
     /// Call `method` on one of this address's connections. A reused connection found
     /// closed before the call was written is replaced by a new one once, here: that is
     /// the upstream having closed an idle connection, not the address being down.

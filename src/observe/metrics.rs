@@ -74,6 +74,8 @@ pub(crate) struct Metrics {
     pub bytes_out: Family<ProtocolLabel, Counter>,
     /// The `code` label values in use.
     pub codes: std::sync::Arc<Codes>,
+    /// The gateway's upstreams (refreshes, address health).
+    upstreams: super::upstream::UpstreamMetrics,
 }
 
 /// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they
@@ -116,7 +118,9 @@ impl Metrics {
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             codes: Default::default(),
+            upstreams: Default::default(),
         };
+        m.upstreams.register(&mut m.registry);
         let r = &mut m.registry;
         r.register(
             "calls_started",
@@ -239,6 +243,10 @@ impl Metrics {
         self.subscribers_dropped
             .inner()
             .store(dropped, Ordering::Relaxed);
+        #[cfg(feature = "gateway")]
+        if let Some(up) = &shared.upstreams {
+            self.upstreams.update(up);
+        }
         let mut out = String::with_capacity(16 << 10);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

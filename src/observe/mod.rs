@@ -6,6 +6,7 @@
 mod access;
 mod call;
 mod metrics;
+mod upstream;
 
 pub use access::AccessLevel;
 pub(crate) use access::AccessLog;

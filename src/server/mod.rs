@@ -48,6 +48,9 @@ pub struct Shared {
     pub(crate) metrics: Option<Arc<crate::observe::Metrics>>,
     /// Set when shutdown begins: `GET /ready` answers 503 from then on.
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// The gateway's upstreams, when `config.upstream` names any.
+    #[cfg(feature = "gateway")]
+    pub(crate) upstreams: Option<crate::gateway::UpstreamRefresher>,
 }
 
 /// A bound server, ready to run.
@@ -79,11 +82,14 @@ impl Server {
         }
         // After the demo and the embedder's verbs: an upstream verb whose name is taken
         // is the one skipped.
+        #[cfg(feature = "gateway")]
+        let mut upstreams = None;
         if !config.upstream.is_empty() {
             #[cfg(feature = "gateway")]
-            crate::gateway::register(&mut verbs, &config.upstream)
-                .await
-                .map_err(io::Error::other)?;
+            {
+                let r = crate::gateway::register(&mut verbs, &config.upstream).await;
+                upstreams = Some(r.map_err(io::Error::other)?);
+            }
             #[cfg(not(feature = "gateway"))]
             return Err(io::Error::other(crate::gateway::GatewayError(
                 "upstreams are set but rpcmux was built without the `gateway` feature".into(),
@@ -136,6 +142,8 @@ impl Server {
             front,
             metrics,
             draining: Default::default(),
+            #[cfg(feature = "gateway")]
+            upstreams,
             config,
         });
         Ok(Server {
@@ -167,6 +175,14 @@ impl Server {
         self.shared.front.tls().map(|tls| tls.reloader())
     }
 
+    /// A handle that learns the upstreams' verbs again (what `rpcmux serve` does on
+    /// SIGHUP); `None` without upstreams. Take it before [`run`](Self::run), which
+    /// consumes the server.
+    #[cfg(feature = "gateway")]
+    pub fn upstream_refresher(&self) -> Option<crate::gateway::UpstreamRefresher> {
+        self.shared.upstreams.clone()
+    }
+
     /// The hub verbs publish events to; embedders may publish too.
     pub fn events(&self) -> Arc<EventHub> {
         self.shared.events.clone()
@@ -183,6 +199,11 @@ impl Server {
                 self.shared.clone(),
                 tracker.clone(),
             ));
+        }
+        // Periodic re-discovery and health checks, until shutdown begins.
+        #[cfg(feature = "gateway")]
+        if let Some(up) = &self.shared.upstreams {
+            up.spawn_timers(&tracker, self.shared.shutdown.clone());
         }
         if let Some(l) = self.metrics_listener {
             tracker.spawn(crate::transport::metrics_only::serve(

@@ -85,21 +85,28 @@ pub(crate) async fn answer(
         },
         Incoming::Batch(items) => {
             let per_member = size / items.len().max(1);
-            let mut replies = stream::iter(items)
-                .map(|item| {
+            let mut replies = stream::iter(runs(&verbs, items, bounds.max_batch))
+                .map(|run| {
                     let (verbs, ctx) = (&verbs, ctx.clone());
                     async move {
-                        let (id, r) = one(verbs, ctx, item).await?;
-                        let mut reply = Vec::new();
-                        encode_into(&mut reply, per_member, &id, r).await;
-                        Some(reply)
+                        let answered = match run {
+                            Run::One(item) => one(verbs, ctx, item).await.into_iter().collect(),
+                            Run::Group(reqs, vs) => group(verbs, ctx, reqs, vs).await,
+                        };
+                        let mut encoded = Vec::with_capacity(answered.len());
+                        for (id, r) in answered {
+                            let mut reply = Vec::new();
+                            encode_into(&mut reply, per_member, &id, r).await;
+                            encoded.push(reply);
+                        }
+                        encoded
                     }
                 })
-                .buffered(bounds.parallel.max(1));
+                .buffered(bounds.parallel.max(1))
+                .flat_map(stream::iter);
             let start = out.len();
             let mut first = true;
             while let Some(reply) = replies.next().await {
-                let Some(reply) = reply else { continue };
                 if out.len() - start + reply.len() + 2 > bounds.max_reply {
                     // Stop here: the members still running are dropped with the stream.
                     out.truncate(start);
@@ -117,6 +124,58 @@ pub(crate) async fn answer(
             true
         }
     }
+}
+
+/// A batch member alone, or consecutive members for one upstream that go to it as one
+/// request (`verbs/batch.rs`).
+enum Run {
+    One(Result<Request, Failed>),
+    Group(Vec<Request>, Vec<Arc<crate::verbs::Verb>>),
+}
+
+/// Split a batch into its runs.
+fn runs(verbs: &VerbTable, items: Vec<Result<Request, Failed>>, max: usize) -> Vec<Run> {
+    let methods: Vec<Option<&str>> = items
+        .iter()
+        .map(|i| i.as_ref().ok().map(|r| r.method.as_str()))
+        .collect();
+    let plan = crate::verbs::plan(verbs, &methods, max);
+    if plan.iter().all(|r| matches!(r, crate::verbs::Run::One(_))) {
+        return items.into_iter().map(Run::One).collect();
+    }
+    let mut items: Vec<Option<Result<Request, Failed>>> = items.into_iter().map(Some).collect();
+    plan.into_iter()
+        .filter_map(|r| match r {
+            crate::verbs::Run::One(i) => items[i].take().map(Run::One),
+            crate::verbs::Run::Group(range, vs) => {
+                let reqs = range.filter_map(|i| items[i].take()?.ok()).collect();
+                Some(Run::Group(reqs, vs))
+            }
+        })
+        .collect()
+}
+
+/// One group's calls; the answers of those that are not notifications.
+async fn group(
+    verbs: &VerbTable,
+    ctx: CallContext,
+    reqs: Vec<Request>,
+    vs: Vec<Arc<crate::verbs::Verb>>,
+) -> Vec<(Id, Result<Output, RpcError>)> {
+    let mut ids = Vec::with_capacity(reqs.len());
+    let calls = vs
+        .into_iter()
+        .zip(reqs)
+        .map(|(v, req)| {
+            ids.push(req.id);
+            (v, req.params)
+        })
+        .collect();
+    let results = verbs.dispatch_group(calls, ctx).await;
+    ids.into_iter()
+        .zip(results)
+        .filter_map(|(id, r)| Some((id?, r)))
+        .collect()
 }
 
 /// One call; `None` for a notification (run, but not answered).

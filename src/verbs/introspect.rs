@@ -32,10 +32,9 @@ fn list_methods(t: &VerbTable, _: Args, _: CallContext) -> Reply {
     )))
 }
 
-fn target<'t>(t: &'t VerbTable, args: &mut Args) -> Result<&'t super::Verb, RpcError> {
+fn target(t: &VerbTable, args: &mut Args) -> Result<std::sync::Arc<super::Verb>, RpcError> {
     let name: String = args.take(0)?;
     t.get(&name)
-        .map(|v| &**v)
         .ok_or_else(|| RpcError::method_not_found(&name))
 }
 

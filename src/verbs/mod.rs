@@ -7,7 +7,9 @@
 //! [`rpcmux_value::RpcError`] for each framer to put into its own protocol's shape.
 
 mod args;
+mod batch;
 mod context;
+mod extra;
 mod introspect;
 mod multicall;
 mod openrpc;
@@ -20,8 +22,13 @@ mod table;
 mod typed;
 
 pub use args::Args;
+pub(crate) use batch::{plan, Run};
+#[cfg(feature = "gateway")]
+pub(crate) use batch::{BatchTarget, Group};
 pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
+#[cfg(feature = "gateway")]
+pub(crate) use extra::{Extra, VerbSet};
 pub use output::{Encode, Output};
 pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};
 pub use subscriptions::ERR_NO_EVENTS_HERE;

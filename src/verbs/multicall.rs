@@ -32,20 +32,56 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
         ));
         return Box::pin(std::future::ready(Err(e)));
     }
+    let mut calls: Vec<Option<Result<Call, RpcError>>> =
+        calls.into_iter().map(|c| Some(split_call(c))).collect();
+    // Consecutive calls for one upstream with a multicall of its own go on as one
+    // (batch.rs); the others one by one.
+    let methods: Vec<Option<&str>> = calls
+        .iter()
+        .map(|c| match c {
+            Some(Ok((m, _))) if m != "system.multicall" => Some(m.as_str()),
+            _ => None,
+        })
+        .collect();
+    let runs = super::batch::plan(t, &methods, t.max_batch);
     // Start every call now (each borrows the table only while starting), run them later.
-    let pending: Vec<ValueReply> = calls
+    let pending: Vec<GroupReply> = runs
         .into_iter()
-        .map(|c| match split_call(c) {
-            Ok((method, _)) if method == "system.multicall" => Box::pin(std::future::ready(Err(
-                RpcError::invalid_request("system.multicall cannot be nested"),
-            ))) as ValueReply,
-            Ok((method, params)) => t.call(&method, Params::Positional(params), ctx.clone()),
-            Err(e) => Box::pin(std::future::ready(Err(e))),
+        .map(|run| match run {
+            super::batch::Run::One(i) => {
+                let one = match calls[i].take().expect("each call once") {
+                    Ok((method, _)) if method == "system.multicall" => {
+                        Box::pin(std::future::ready(Err(RpcError::invalid_request(
+                            "system.multicall cannot be nested",
+                        )))) as ValueReply
+                    }
+                    Ok((method, params)) => {
+                        t.call(&method, Params::Positional(params), ctx.clone())
+                    }
+                    Err(e) => Box::pin(std::future::ready(Err(e))),
+                };
+                Box::pin(async move { vec![one.await] }) as GroupReply
+            }
+            super::batch::Run::Group(range, verbs) => {
+                let group: Vec<_> = verbs
+                    .into_iter()
+                    .zip(range.filter_map(|i| calls[i].take()?.ok()))
+                    .map(|(v, (_, params))| (v, Params::Positional(params)))
+                    .collect();
+                let fut = t.dispatch_group(group, ctx.clone());
+                Box::pin(async move {
+                    let r = fut.await;
+                    r.into_iter()
+                        .map(|r| r.and_then(Output::into_value))
+                        .collect()
+                })
+            }
         })
         .collect();
     Box::pin(async move {
         let results: Vec<Value> = stream::iter(pending)
             .buffered(PARALLEL)
+            .flat_map(stream::iter)
             .map(|r| match r {
                 Ok(v) => Value::Array(vec![v]),
                 Err(e) => vstruct! { "faultCode" => e.code.clamp(i32::MIN as i64, i32::MAX as i64), "faultString" => e.message },
@@ -56,9 +92,13 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
     })
 }
 
+type GroupReply = futures_util::future::BoxFuture<'static, Vec<Result<Value, RpcError>>>;
 type ValueReply = futures_util::future::BoxFuture<'static, Result<Value, RpcError>>;
 
-fn split_call(call: Value) -> Result<(String, Vec<Value>), RpcError> {
+/// One call of a multicall: its method and positional parameters.
+type Call = (String, Vec<Value>);
+
+fn split_call(call: Value) -> Result<Call, RpcError> {
     let Value::Struct(mut m) = call else {
         return Err(RpcError::invalid_params("each call must be a struct"));
     };

@@ -32,10 +32,10 @@ pub(crate) fn document(t: &VerbTable) -> Json {
         if verb.name.starts_with("rpc.") {
             continue;
         }
-        methods.push(method(&verb.name, verb, &verb.help));
+        methods.push(method(&verb.name, &verb, &verb.help));
         for alias in t.aliases_of(&verb.name) {
             let help = format!("Alias of {}. {}", verb.name, verb.help);
-            methods.push(method(alias, verb, help.trim_end()));
+            methods.push(method(alias, &verb, help.trim_end()));
         }
     }
     json!({

@@ -64,6 +64,9 @@ pub struct Verb {
     /// `name`, leaked once at registration: the access log names a call's verb without
     /// a refcount per call.
     pub(crate) static_name: &'static str,
+    /// Where several of its calls can go in one request (a forwarded verb whose
+    /// upstream has `system.multicall`; see `batch.rs`).
+    pub(crate) group: Option<super::batch::Group>,
     names: &'static [&'static str],
     run: Run,
 }
@@ -78,6 +81,9 @@ impl std::fmt::Debug for Verb {
 pub struct VerbTable {
     verbs: HashMap<String, Arc<Verb>>,
     aliases: HashMap<String, String>,
+    /// Verbs that may change while serving (upstream verbs), consulted only for names
+    /// the table does not own (see `extra.rs`).
+    pub(crate) extra: Arc<super::extra::Extra>,
     /// Calls per `system.multicall` (the server sets it from `max_batch`).
     pub(crate) max_batch: usize,
     /// Metrics and access log, set by the server (none for a table called directly).
@@ -89,6 +95,7 @@ impl Default for VerbTable {
         VerbTable {
             verbs: HashMap::new(),
             aliases: HashMap::new(),
+            extra: Default::default(),
             max_batch: crate::Limits::default().max_batch,
             observer: None,
         }
@@ -113,6 +120,7 @@ impl VerbTable {
     pub fn verb(&mut self, name: &str) -> VerbBuilder<'_> {
         VerbBuilder {
             table: self,
+            group: None,
             name: name.to_owned(),
             params: Vec::new(),
             returns: "any",
@@ -146,24 +154,40 @@ impl VerbTable {
         self.verbs.contains_key(name) || self.aliases.contains_key(name)
     }
 
-    /// The verb `name` calls (following aliases).
-    pub fn get(&self, name: &str) -> Option<&Arc<Verb>> {
+    /// The verb `name` calls (following aliases), the table's own or, failing that, an
+    /// upstream verb served right now.
+    pub fn get(&self, name: &str) -> Option<Arc<Verb>> {
+        self.own(name).cloned().or_else(|| self.extra.get(name))
+    }
+
+    /// The table's own verb `name` (following aliases): no lock, no refcount.
+    fn own(&self, name: &str) -> Option<&Arc<Verb>> {
         self.verbs
             .get(name)
             .or_else(|| self.aliases.get(name).and_then(|t| self.verbs.get(t)))
     }
 
     /// Does `method` name a typed verb (which reads its parameters from the wire itself)?
+    /// Only the table's own verbs can be: changing verbs are passthrough.
     pub(crate) fn is_typed(&self, method: &str) -> bool {
-        self.get(method)
+        self.own(method)
             .is_some_and(|v| matches!(v.run, Run::Typed(_)))
     }
 
-    /// Every verb, sorted by name (aliases not included).
-    pub fn verbs(&self) -> Vec<&Arc<Verb>> {
-        let mut v: Vec<_> = self.verbs.values().collect();
+    /// Every verb, the table's own and the upstream verbs served right now, sorted by
+    /// name (aliases not included).
+    pub fn verbs(&self) -> Vec<Arc<Verb>> {
+        let extra = self.extra.snapshot();
+        let mut v: Vec<_> = self.verbs.values().chain(extra.values()).cloned().collect();
         v.sort_by(|a, b| a.name.cmp(&b.name));
         v
+    }
+
+    /// Take the verbs out of a table built only to hold them (the gateway builds its
+    /// upstream verbs in one, then serves them as the changing set).
+    #[cfg(feature = "gateway")]
+    pub(crate) fn into_verbs(self) -> super::extra::VerbSet {
+        self.verbs
     }
 
     /// The aliases of `target`, sorted.
@@ -180,10 +204,12 @@ impl VerbTable {
 
     /// Every callable name, verbs and aliases, sorted.
     pub fn names(&self) -> Vec<String> {
+        let extra = self.extra.snapshot();
         let mut v: Vec<String> = self
             .verbs
             .keys()
             .chain(self.aliases.keys())
+            .chain(extra.keys())
             .cloned()
             .collect();
         v.sort();
@@ -206,7 +232,16 @@ impl VerbTable {
     /// Call `method` with parameters as they arrived; the answer stays typed for the
     /// protocol to encode.
     pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Reply {
-        let verb = self.get(method);
+        // The table's own verbs first, without a lock; an upstream verb is held by
+        // this call (an `Arc`) even if a refresh drops it meanwhile.
+        let extra;
+        let verb = match self.own(method) {
+            Some(v) => Some(v),
+            None => {
+                extra = self.extra.get(method);
+                extra.as_ref()
+            }
+        };
         let call = self.observer.as_ref().map(|o| o.begin(method, verb, &ctx));
         let Some(verb) = verb else {
             return done(call, Err(RpcError::method_not_found(method)));
@@ -317,7 +352,7 @@ fn guard(
 /// Code of the error a call gets when the server stops before it finished.
 pub const ERR_SHUTTING_DOWN: i64 = -32001;
 
-fn shutting_down() -> RpcError {
+pub(super) fn shutting_down() -> RpcError {
     RpcError::new(
         ERR_SHUTTING_DOWN,
         "server shutting down: the call was cancelled before it finished",
@@ -383,6 +418,7 @@ fn missing(verb: &Verb, i: usize) -> RpcError {
 /// Builder returned by [`VerbTable::verb`].
 pub struct VerbBuilder<'t> {
     table: &'t mut VerbTable,
+    group: Option<super::batch::Group>,
     name: String,
     params: Vec<ParamSpec>,
     returns: &'static str,
@@ -546,6 +582,13 @@ impl VerbBuilder<'_> {
         );
     }
 
+    /// Let batches send several calls of this verb in one request (see `batch.rs`).
+    #[cfg(feature = "gateway")]
+    pub(crate) fn group(mut self, g: super::batch::Group) -> Self {
+        self.group = Some(g);
+        self
+    }
+
     pub(crate) fn builtin(self, f: Builtin) {
         self.finish(Run::Builtin(f), None);
     }
@@ -553,7 +596,8 @@ impl VerbBuilder<'_> {
     fn finish(self, run: Run, result: Option<serde_json::Value>) {
         self.table.claim(&self.name);
         // Verbs live for the life of the process; leaking the short name list lets
-        // every call's Args borrow it without a refcount.
+        // every call's Args borrow it without a refcount. Upstream verbs, which may be
+        // registered again at each refresh, declare none: an empty list leaks nothing.
         let names: &'static [&'static str] = Box::leak(
             self.params
                 .iter()
@@ -570,7 +614,8 @@ impl VerbBuilder<'_> {
             signatures: self.signatures,
             policy: self.policy,
             stats: Default::default(),
-            static_name: Box::leak(self.name.clone().into_boxed_str()),
+            static_name: super::extra::intern(&self.name),
+            group: self.group,
             names,
             run,
         };

@@ -16,6 +16,9 @@ from xmlrpc.client import Fault
 
 # The X-Forwarded-For header of the request being answered (one thread per connection).
 request = threading.local()
+# HTTP requests answered so far (a multicall is one), for the tests that count them.
+posts = 0
+posts_lock = threading.Lock()
 
 
 class Handler(SimpleXMLRPCRequestHandler):
@@ -24,6 +27,9 @@ class Handler(SimpleXMLRPCRequestHandler):
     rpc_paths = ("/RPC2",)
 
     def do_POST(self):
+        global posts
+        with posts_lock:
+            posts += 1
         request.forwarded_for = self.headers.get("X-Forwarded-For")
         super().do_POST()
 
@@ -69,7 +75,20 @@ def main():
         """The X-Forwarded-For header of this call's request, or nil."""
         return request.forwarded_for
 
-    for f in (echo, add, fail, hang, whoami, forwarded_for):
+    def requests():
+        """HTTP requests this server answered, this one included."""
+        return posts
+
+    def learn(name):
+        """Serve a new verb NAME from now on, answering its own name."""
+        srv.register_function(lambda: name, name)
+        return True
+
+    def forget(name):
+        """Stop serving verb NAME."""
+        return srv.funcs.pop(name, None) is not None
+
+    for f in (echo, add, fail, hang, whoami, forwarded_for, requests, learn, forget):
         srv.register_function(f)
     print(f"listening on {srv.server_address[1]}", flush=True)
     srv.serve_forever()

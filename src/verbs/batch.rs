@@ -1,0 +1,147 @@
+//! Batches that leave as one request: consecutive members of a JSON-RPC batch (or the
+//! calls of a `system.multicall`) whose verbs are forwarded to the same upstream, one
+//! that can run many calls in one request (an XML-RPC server listing
+//! `system.multicall`), go to it together instead of one request per member.
+//!
+//! The verb table knows nothing of upstreams: a verb may carry a [`Group`], naming the
+//! [`BatchTarget`] that can take several of its calls at once and the verb's name
+//! there. [`plan`] splits a batch into runs of members for one target, and
+//! [`VerbTable::dispatch_group`] runs one, each member still counted and logged as a
+//! call of its own.
+
+use super::output::Output;
+use super::table::{shutting_down, Verb};
+use super::{CallContext, VerbTable};
+use futures_util::future::BoxFuture;
+use rpcmux_value::{Params, RpcError, Value};
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// Something that runs several calls in one request (the gateway's upstream).
+pub(crate) trait BatchTarget: Send + Sync {
+    /// Whether it can right now (the upstream listed `system.multicall` when its verbs
+    /// were last learned).
+    fn groups(&self) -> bool;
+
+    /// Run `calls` (each its name on the target and its parameters) for a caller at
+    /// `peer`; one result per call, in order.
+    fn call_many(
+        &self,
+        calls: Vec<(Arc<str>, Params)>,
+        peer: Option<SocketAddr>,
+    ) -> BoxFuture<'static, Vec<Result<Value, RpcError>>>;
+}
+
+/// A verb's place in batches: its target and its name there.
+#[derive(Clone)]
+pub(crate) struct Group {
+    pub target: Arc<dyn BatchTarget>,
+    pub name: Arc<str>,
+}
+
+impl Group {
+    fn same_target(&self, other: &Group) -> bool {
+        std::ptr::addr_eq(Arc::as_ptr(&self.target), Arc::as_ptr(&other.target))
+    }
+}
+
+/// One run of a batch: a member alone, or consecutive members for one target (their
+/// verbs, in order).
+pub(crate) enum Run {
+    One(usize),
+    Group(Range<usize>, Vec<Arc<Verb>>),
+}
+
+/// Split a batch's members (their method names; `None` for a member that is not a
+/// call, such as one that failed to parse) into runs: two or more consecutive members
+/// whose verbs go to the same target, which groups now, form a group of at most `max`.
+pub(crate) fn plan(t: &VerbTable, methods: &[Option<&str>], max: usize) -> Vec<Run> {
+    let grouped = |m: &Option<&str>| {
+        let v = t.get((*m)?)?;
+        let g = v.group.as_ref()?;
+        g.target.groups().then_some(v)
+    };
+    let verbs: Vec<Option<Arc<Verb>>> = methods.iter().map(grouped).collect();
+    let mut runs = Vec::new();
+    let mut i = 0;
+    while i < verbs.len() {
+        let Some(first) = verbs[i].as_ref().and_then(|v| v.group.as_ref()) else {
+            runs.push(Run::One(i));
+            i += 1;
+            continue;
+        };
+        let mut end = i + 1;
+        while end < verbs.len()
+            && end - i < max.max(1)
+            && verbs[end]
+                .as_ref()
+                .and_then(|v| v.group.as_ref())
+                .is_some_and(|g| g.same_target(first))
+        {
+            end += 1;
+        }
+        if end - i == 1 {
+            runs.push(Run::One(i));
+        } else {
+            let vs = verbs[i..end].iter().flatten().cloned().collect();
+            runs.push(Run::Group(i..end, vs));
+        }
+        i = end;
+    }
+    runs
+}
+
+impl VerbTable {
+    /// Run the calls of one group (from [`plan`]: verbs that share a target) as one
+    /// request to that target. Each member is observed as a call of its own; the
+    /// server's shutdown abort ends them all with -32001.
+    pub(crate) fn dispatch_group(
+        &self,
+        calls: Vec<(Arc<Verb>, Params)>,
+        ctx: CallContext,
+    ) -> BoxFuture<'static, Vec<Result<Output, RpcError>>> {
+        let observed: Vec<_> = calls
+            .iter()
+            .map(|(v, _)| {
+                self.observer
+                    .as_ref()
+                    .map(|o| o.begin(&v.name, Some(v), &ctx))
+            })
+            .collect();
+        let n = calls.len();
+        let target = calls
+            .first()
+            .and_then(|(v, _)| v.group.as_ref())
+            .map(|g| g.target.clone());
+        let members = calls
+            .into_iter()
+            .filter_map(|(v, p)| Some((v.group.as_ref()?.name.clone(), p)))
+            .collect();
+        let fut = target.map(|t| t.call_many(members, ctx.peer));
+        let abort = ctx.abort.clone();
+        Box::pin(async move {
+            let results = match (fut, abort) {
+                (None, _) => Vec::new(),
+                (Some(fut), Some(abort)) => tokio::select! {
+                    biased;
+                    r = fut => r,
+                    _ = abort.fired() => vec![Err(shutting_down()); n],
+                },
+                (Some(fut), None) => fut.await,
+            };
+            // A target that answers short leaves the rest without a result.
+            let mut results: Vec<Result<Output, RpcError>> =
+                results.into_iter().map(|r| r.map(Output::Value)).collect();
+            results.resize_with(n, || {
+                Err(RpcError::internal("no result for this member of the group"))
+            });
+            for (c, r) in observed.into_iter().zip(&results) {
+                if let Some(c) = c {
+                    c.finish(r);
+                }
+            }
+            results
+        })
+    }
+}
