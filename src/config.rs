@@ -166,6 +166,9 @@ pub struct Config {
     /// docs/gateway.md): discovered when the server starts, before it listens. Needs
     /// the `gateway` feature; without it a server with upstreams refuses to start.
     pub upstream: Vec<crate::gateway::UpstreamConfig>,
+    /// Events fanned out to the other instances of a fleet (`[events]`,
+    /// docs/fleet.md); in-process only unless `url` is set.
+    pub events: crate::events::EventsConfig,
 }
 
 /// What operators watch and how the server leaves a load balancer's rotation
@@ -283,6 +286,7 @@ impl Default for Config {
             proxy_from: Vec::new(),
             ops: OpsConfig::default(),
             upstream: Vec::new(),
+            events: Default::default(),
         }
     }
 }

@@ -55,7 +55,7 @@ mod transport;
 pub mod verbs;
 
 pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
-pub use events::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use events::{Event, EventHub, EventsConfig, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;

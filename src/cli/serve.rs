@@ -107,6 +107,13 @@ pub struct ServeArgs {
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
     #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::gateway::UpstreamConfig::from_flag)]
     upstreams: Vec<rpcmux::gateway::UpstreamConfig>,
+    /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
+    /// (see docs/fleet.md). Default: events stay in this process.
+    #[arg(long = "events", value_name = "URL")]
+    events: Option<String>,
+    /// The pub/sub channel of this fleet (default rpcmux.events).
+    #[arg(long = "events-channel", value_name = "NAME")]
+    events_channel: Option<String>,
     #[command(flatten)]
     ops: OpsArgs,
 }
@@ -188,6 +195,10 @@ impl ServeArgs {
         t.handshake_timeout = self.tls_handshake_timeout.unwrap_or(t.handshake_timeout);
         if !self.proxy_from.is_empty() {
             c.proxy_from = self.proxy_from;
+        }
+        c.events.url = self.events.or(c.events.url.take());
+        if let Some(ch) = self.events_channel {
+            c.events.channel = ch;
         }
         // Flags add to the file's upstreams rather than replace them: each names a server.
         c.upstream.extend(self.upstreams);

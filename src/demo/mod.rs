@@ -1,10 +1,12 @@
 //! The built-in demo verbs a newcomer tries first (`--no-demo` turns them off):
 //! `ping`, `echo`, `sleep`, `whoami` (dynamic verbs), a small VDSM-like host API kept in
 //! memory (`Host.getVMList`, `VM.create`, `VM.getStats`, `VM.destroy`: typed verbs, the
-//! example embedders copy), and `echoMusicEntry` (the benchmark's typed echo).
+//! example embedders copy), `echoMusicEntry` (the benchmark's typed echo), and
+//! `Host.publishEvent` (any event, for tests and the fan-out benchmark).
 
 mod host;
 mod music;
+mod publish;
 
 use crate::verbs::VerbTable;
 use rpcmux_value::{vstruct, RpcError, Value};
@@ -52,6 +54,7 @@ pub fn register(t: &mut VerbTable) {
         });
     host::register(t);
     music::register(t);
+    publish::register(t);
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

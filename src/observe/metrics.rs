@@ -70,6 +70,10 @@ pub(crate) struct Metrics {
     subscribers: Gauge,
     events_published: Counter,
     subscribers_dropped: Counter,
+    /// Events across instances (`[events] url`), copied from the fan-out at scrape time.
+    fanout: Family<OutcomeLabel, Counter>,
+    backend_connects: Counter,
+    backend_up: Gauge,
     pub bytes_in: Family<ProtocolLabel, Counter>,
     pub bytes_out: Family<ProtocolLabel, Counter>,
     /// The `code` label values in use.
@@ -115,6 +119,9 @@ impl Metrics {
             subscribers: Gauge::default(),
             events_published: Counter::default(),
             subscribers_dropped: Counter::default(),
+            fanout: Family::default(),
+            backend_connects: Counter::default(),
+            backend_up: Gauge::default(),
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             codes: Default::default(),
@@ -177,6 +184,21 @@ impl Metrics {
             "event_subscribers_dropped",
             "Subscriber connections closed because they could not keep up",
             m.subscribers_dropped.clone(),
+        );
+        r.register(
+            "events_fanout",
+            "Events across instances ([events] url): sent to the engine, not_sent (engine down, queue full, too big), received from other instances, refused (not a valid envelope), missed (gaps in another instance's sequence)",
+            m.fanout.clone(),
+        );
+        r.register(
+            "events_backend_connects",
+            "Connections made to the events engine, the first included",
+            m.backend_connects.clone(),
+        );
+        r.register(
+            "events_backend_up",
+            "1 while connected and subscribed to the events engine",
+            m.backend_up.clone(),
         );
         r.register_with_unit(
             "received",
@@ -246,6 +268,24 @@ impl Metrics {
         #[cfg(feature = "gateway")]
         if let Some(up) = &shared.upstreams {
             self.upstreams.update(up);
+        }
+        if let Some(f) = hub.fanout_stats() {
+            for (outcome, n) in [
+                ("sent", &f.sent),
+                ("not_sent", &f.not_sent),
+                ("received", &f.received),
+                ("refused", &f.refused),
+                ("missed", &f.missed),
+            ] {
+                self.fanout
+                    .get_or_create(&OutcomeLabel { outcome })
+                    .inner()
+                    .store(n.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+            self.backend_connects
+                .inner()
+                .store(f.connects.load(Ordering::Relaxed), Ordering::Relaxed);
+            self.backend_up.set(f.up.load(Ordering::Relaxed) as i64);
         }
         let mut out = String::with_capacity(16 << 10);
         // Writing into a String cannot fail.

@@ -124,11 +124,16 @@ impl Server {
             listeners.push(listener::bind(*addr, config.limits.backlog)?);
         }
         let probes = crate::front::Front::probes(probes_for(&config.protocols));
+        let events = Arc::new(EventHub::new(config.limits.max_subscriptions));
+        let shutdown = CancellationToken::new();
+        // Before listening: a URL this build cannot serve stops the start; an engine
+        // that is down does not (it is retried in the background).
+        crate::events::start(&events, &config.events, shutdown.clone())?;
         let shared = Arc::new(Shared {
             conns: Arc::new(Semaphore::new(config.limits.max_connections)),
             sniffing: Arc::new(Semaphore::new(config.limits.max_sniffing)),
             verbs: Arc::new(verbs),
-            events: Arc::new(EventHub::new(config.limits.max_subscriptions)),
+            events,
             probes,
             per_ip: per_ip::PerIp::new(
                 config.limits.max_connections_per_ip,
@@ -136,7 +141,7 @@ impl Server {
             ),
             refusals: Refusals::default(),
             budget: crate::budget::Budget::new(config.limits.max_total_in_flight_bytes),
-            shutdown: CancellationToken::new(),
+            shutdown,
             abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),
             front,

@@ -1,5 +1,9 @@
 //! The events hub: verbs publish, subscribed sessions receive.
 //!
+//! With a backend set ([`super::fanout`]), each event published here is also queued to
+//! be sent to the other instances, and what they publish is delivered here through
+//! [`EventHub::deliver`], by the same rules.
+//!
 //! Each subscriber has a bounded outbox. Publishing never waits: a subscriber whose
 //! outbox is full cannot keep up, so it is dropped (its connection is closed and
 //! the fact logged) rather than slowing the publisher or the other subscribers.
@@ -14,7 +18,7 @@ use crate::verbs::Session;
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
 
@@ -46,6 +50,8 @@ pub struct EventHub {
     /// Events published, subscribers dropped as too slow (for `/metrics`).
     published: AtomicU64,
     dropped: AtomicU64,
+    /// The queue to the other instances, when a backend is configured.
+    forward: OnceLock<super::fanout::Forward>,
 }
 
 impl Default for EventHub {
@@ -81,7 +87,18 @@ impl EventHub {
             max_per_conn,
             published: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            forward: OnceLock::new(),
         }
+    }
+
+    /// Fan events out through a backend from now on (once; a second call is ignored).
+    pub(crate) fn set_forward(&self, forward: super::fanout::Forward) {
+        let _ = self.forward.set(forward);
+    }
+
+    /// The fan-out's counters, when a backend is configured.
+    pub(crate) fn fanout_stats(&self) -> Option<&super::fanout::Stats> {
+        self.forward.get().map(|f| &*f.stats)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<u64, Subscriber>> {
@@ -168,6 +185,18 @@ impl EventHub {
             name: name.to_owned(),
             params: Value::Struct(Box::new(params)),
         });
+        let delivered = self.deliver(&event);
+        if let Some(forward) = self.forward.get() {
+            forward.send(event);
+        }
+        delivered
+    }
+
+    /// Hand an event to every matching subscriber of this instance (one copy per
+    /// connection); a subscriber whose outbox is full is dropped. Returns how many
+    /// connections received it.
+    pub(crate) fn deliver(&self, event: &Arc<Event>) -> usize {
+        let name = event.name.as_str();
         let mut delivered = 0;
         let mut too_slow = Vec::new();
         for (conn, sub) in self.read().iter() {

@@ -1,0 +1,65 @@
+//! Server events: verbs publish, subscribed sessions receive.
+//!
+//! - [`hub`]: the in-process hub every transport subscribes to (always there; alone it
+//!   is the whole story for one instance).
+//! - [`fanout`]: what any cross-instance backend needs, whatever engine carries it: the
+//!   bounded outgoing queue, the instance id, capped backoff, the counters, and the
+//!   [`Backend`](fanout::Backend) trait one engine implements.
+//! - [`wire`]: the envelope an event travels in between instances.
+//! - `redis`: Redis pub/sub as a backend (feature `events-redis`).
+//!
+//! Transports only ever see the hub: a backend feeds the hub what other instances
+//! published, so adding one (NATS, a STOMP broker) touches none of them
+//! (docs/fleet.md, "Adding a backend").
+
+mod config;
+pub(crate) mod fanout;
+mod hub;
+#[cfg(feature = "events-redis")]
+mod redis;
+pub(crate) mod wire;
+
+pub use config::EventsConfig;
+pub use hub::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
+
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// Start the backend `config.url` names, forwarding `hub`'s events through it until
+/// `stop` is cancelled. No URL: the hub stays in-process and nothing starts. An unknown
+/// scheme, or one this build lacks the feature for, is an error (the server does not
+/// start); an engine that cannot be reached is not: it is retried in the background
+/// while events are delivered locally.
+pub(crate) fn start(
+    hub: &Arc<EventHub>,
+    config: &EventsConfig,
+    stop: CancellationToken,
+) -> std::io::Result<()> {
+    let Some(url) = config.url.as_deref() else {
+        return Ok(());
+    };
+    let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    match scheme {
+        "redis" => {
+            #[cfg(feature = "events-redis")]
+            {
+                let backend = redis::RedisBackend::new(url, &config.channel, config.queue)
+                    .map_err(|e| invalid(format!("[events] url {url:?}: {e}")))?;
+                fanout::spawn(hub, config, backend, stop);
+                Ok(())
+            }
+            #[cfg(not(feature = "events-redis"))]
+            {
+                let _ = (hub, stop);
+                Err(invalid(
+                    "[events] url is redis:// but rpcmux was built without the `events-redis` feature"
+                        .into(),
+                ))
+            }
+        }
+        _ => Err(invalid(format!(
+            "[events] url {url:?}: unknown scheme (supported: redis://HOST:PORT[/DB])"
+        ))),
+    }
+}
