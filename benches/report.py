@@ -334,10 +334,11 @@ Calls per server CPU-second, so a load generator at its limit does not hide the 
 ## The gateway
 
 rpcmux in front of an existing server ([gateway.md](gateway.md)): the Python XML-RPC
-peer called through rpcmux (JSON-RPC over HTTP in, XML-RPC out; rpcmux not pinned, the
-peer alone on the server core as in the direct rows, 64 upstream connections) against
-XML-RPC straight to it, same load, same run; and at one connection, the latency the
-gateway adds. Its *other CPU* in the detail table is the peer's, not a disturbance.
+peer called through rpcmux (JSON-RPC over HTTP in, XML-RPC out; rpcmux pinned beside the
+load generator, the peer alone on the server core as in the direct rows, 64 upstream
+connections) against XML-RPC straight to it, same load, same run; and at one connection,
+the latency the gateway adds. Its *other CPU* in the detail table is the peer's, not a
+disturbance. `benches/gateway_ab.sh` measures the same more closely (interleaved rounds).
 
 {gateway_table(runs)}
 

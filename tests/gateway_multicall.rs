@@ -1,17 +1,22 @@
 //! Batches to an XML-RPC upstream that has `system.multicall` go as ONE upstream request,
 //! against the real Python upstream (tests/python/xmlrpc_upstream.py counts the HTTP
-//! requests it answers): a JSON-RPC batch over HTTP and over raw TCP, and an XML-RPC
-//! client's own multicall; member faults keep their codes; with `multicall = false`
-//! each member is a request of its own.
+//! requests it answers): a JSON-RPC batch over HTTP and over raw TCP, an XML-RPC
+//! client's own multicall, and msgpack-rpc requests pipelined in one write; member
+//! faults keep their codes; with `multicall = false` each member is a request of its own.
 
 mod common;
 mod gateway_support;
 
-use common::{exchange, http_post, json, Server};
+use bytes::BytesMut;
+use common::{connect, exchange, http_post, json, Server};
 use gateway_support::{client, gateway_with_config, PyUpstream};
 use rpcmux::client::ClientProto;
 use rpcmux::{vstruct, Params, Value};
+use rpcmux_msgpack_rpc::{decode_message, encode_request, Limits, Message, MsgpackRpcCodec};
 use serde_json::json;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::SocketAddr;
 use tokio::task::spawn_blocking;
 
 fn gateway(py: &PyUpstream, multicall: bool) -> Server {
@@ -59,6 +64,87 @@ fn check_batch(reply: &serde_json::Value) {
     assert_eq!(by_id(json!("five"))["result"], "a");
     // Not a verb rpcmux serves: answered by rpcmux, the others still one request.
     assert_eq!(by_id(json!(4))["error"]["code"], -32601);
+}
+
+/// Five msgpack-rpc requests for py written in ONE write (msgids out of order, one
+/// faulting); their replies by msgid, as `(error, result)`.
+fn msgpack_pipeline(addr: SocketAddr) -> HashMap<u32, (Value, Value)> {
+    let mut req = BytesMut::new();
+    let calls: [(u32, &str, Vec<Value>); 5] = [
+        (7, "py.add", vec![2.into(), 3.into()]),
+        (3, "py.fail", vec![42.into(), "the answer".into()]),
+        (9, "py.echo", vec!["x".into()]),
+        (1, "py.whoami", vec![]),
+        (5, "py.add", vec![40.into(), 2.into()]),
+    ];
+    for (id, m, p) in &calls {
+        encode_request(&mut req, *id, m, p).unwrap();
+    }
+    let mut s = connect(addr);
+    s.write_all(&req).unwrap();
+    let mut codec = MsgpackRpcCodec::new(Limits::default());
+    let (mut buf, mut chunk, mut replies) = (BytesMut::new(), [0u8; 4096], HashMap::new());
+    while replies.len() < calls.len() {
+        while let Some(len) = codec.frame_len(&mut buf).unwrap() {
+            let frame = buf.split_to(len);
+            match decode_message(&frame, &Limits::default()).unwrap() {
+                Message::Response {
+                    msgid,
+                    error,
+                    result,
+                } => assert!(replies.insert(msgid, (error, result)).is_none()),
+                other => panic!("not a response: {other:?}"),
+            }
+        }
+        if replies.len() == calls.len() {
+            break;
+        }
+        let n = s.read(&mut chunk).expect("replies within the read timeout");
+        assert!(n > 0, "closed early: {replies:?}");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    replies
+}
+
+fn check_pipeline(r: &HashMap<u32, (Value, Value)>) {
+    assert_eq!(r.len(), 5, "{r:?}");
+    let ok = |id: u32| {
+        let (e, v) = &r[&id];
+        assert_eq!(*e, Value::Nil, "msgid {id}: {r:?}");
+        v.clone()
+    };
+    assert_eq!(ok(7), Value::Int(5));
+    assert_eq!(ok(9), Value::from("x"));
+    assert_eq!(ok(1), Value::from("a"));
+    assert_eq!(ok(5), Value::Int(42));
+    // msgpack-rpc's error shape, the upstream's fault code and text unchanged.
+    let (e, v) = &r[&3];
+    assert_eq!(
+        *e,
+        Value::Array(vec![42.into(), "the answer".into()]),
+        "{r:?}"
+    );
+    assert_eq!(*v, Value::Nil);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_msgpack_pipeline_goes_as_one_multicall() {
+    let py = PyUpstream::start(0, "a");
+    let srv = gateway(&py, true);
+    let addr = srv.addr;
+    let (r, n) = counted(&srv, async {
+        spawn_blocking(move || msgpack_pipeline(addr))
+            .await
+            .unwrap()
+    })
+    .await;
+    check_pipeline(&r);
+    assert_eq!(n, 1, "five pipelined calls, one upstream request");
+    // A single call is still sent as itself, not as a multicall of one.
+    let c = client(ClientProto::Msgpack, addr).await;
+    let one = c.call("py.add", Params::Positional(vec![1.into(), 2.into()]));
+    let (r, n) = counted(&srv, async { one.await.unwrap().unwrap() }).await;
+    assert_eq!((r, n), (Value::Int(3), 1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,4 +201,12 @@ async fn with_multicall_off_each_member_is_a_request() {
     let ((_, _, body), n) = counted(&srv, async { http().await.unwrap() }).await;
     check_batch(&json(&body));
     assert_eq!(n, 4, "one upstream request per member for py");
+    let (r, n) = counted(&srv, async {
+        spawn_blocking(move || msgpack_pipeline(addr))
+            .await
+            .unwrap()
+    })
+    .await;
+    check_pipeline(&r);
+    assert_eq!(n, 5, "one upstream request per pipelined call");
 }

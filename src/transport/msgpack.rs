@@ -10,8 +10,9 @@ use crate::events::Event;
 use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{CallContext, Input, Output, VerbTable};
+use crate::verbs::{CallContext, Found, Input, Output, Verb, VerbTable};
 use bytes::{Buf, BytesMut};
+use futures_util::future::BoxFuture;
 use rpcmux_msgpack_rpc::{
     encode_notification, encode_response, encode_result_with, split_call, Limits, Message,
     MsgpackRpcCodec, SplitCall,
@@ -24,6 +25,24 @@ struct Msgpack {
     verbs: Arc<VerbTable>,
     ctx: CallContext,
     max_reply: usize,
+    /// Bounds of one group of pipelined calls sent as one request (see [`Group`]):
+    /// members, and request bytes in all.
+    max_batch: usize,
+    max_frame: usize,
+}
+
+/// Pipelined calls for one upstream that can take many in one request (an XML-RPC
+/// server with `system.multicall`): the first complete request in the input is such a
+/// call, and the complete requests right behind it for the same upstream join it. They
+/// go as one request through the batch path (`verbs/batch.rs`), one call of the
+/// session charged with all their bytes, and each member is answered under its own
+/// msgid. Only forwarded verbs are looked at: a Rust verb is dispatched as before,
+/// after the one lookup that tells its kind.
+struct Group {
+    /// Each member's msgid (`None`: a notification), verb and parameters.
+    members: Vec<(Option<u32>, Arc<Verb>, Params)>,
+    /// Request bytes in all.
+    bytes: usize,
 }
 
 /// What a framed message starts.
@@ -35,7 +54,7 @@ enum Started {
     /// Nothing to run or answer.
     Nothing,
 }
-type BoxReply = futures_util::future::BoxFuture<'static, Result<Output, RpcError>>;
+type BoxReply = BoxFuture<'static, Result<Output, RpcError>>;
 
 /// Split a framed message at its params and start its call: a typed verb deserializes
 /// its parameters straight from the msgpack bytes, a dynamic one reads them as values.
@@ -46,6 +65,14 @@ fn start_frame(verbs: &VerbTable, frame: &[u8], ctx: CallContext) -> Started {
             method,
             params,
         }) => Started::Call(msgid, verbs.dispatch(&method, Input::Msgpack(params), ctx)),
+        other => not_a_call(other),
+    }
+}
+
+/// What a framed message that is not a call starts: an answer owed, or nothing.
+fn not_a_call(split: Result<SplitCall<'_>, rpcmux_msgpack_rpc::CodecError>) -> Started {
+    match split {
+        Ok(SplitCall::Call { .. }) => Started::Nothing,
         Ok(SplitCall::Other(Message::Invalid {
             msgid: Some(msgid),
             error,
@@ -125,6 +152,130 @@ enum Reply {
 }
 type Done = Option<Reply>;
 
+impl Msgpack {
+    /// Start a small framed message's call, or (`Err`) hand back the first member of a
+    /// group: a call to a forwarded verb whose upstream takes many calls in one request.
+    #[allow(clippy::type_complexity)]
+    fn start_small(&self, frame: &[u8]) -> Result<Started, (Option<u32>, Arc<Verb>, Params)> {
+        let (msgid, method, params) = match split_call(frame) {
+            Ok(SplitCall::Call {
+                msgid,
+                method,
+                params,
+            }) => (msgid, method, params),
+            other => return Ok(not_a_call(other)),
+        };
+        // The one lookup: a Rust verb is `Found::Own` and dispatched at once.
+        let found = self.verbs.find(&method);
+        if let Found::Extra(Some(v)) = &found {
+            if v.grouping().is_some() {
+                if let Ok(p) = rpcmux_msgpack_rpc::read_params(&method, params) {
+                    return Err((msgid, v.clone(), Params::Positional(p)));
+                }
+            }
+        }
+        let input = Input::Msgpack(params);
+        let reply = self
+            .verbs
+            .dispatch_found(&method, &found, input, self.ctx.clone());
+        Ok(Started::Call(msgid, reply))
+    }
+
+    /// The group `head` (already taken from `input`, `size` bytes) starts: the complete
+    /// requests right behind it in `input` for the same upstream join it, taken from
+    /// `input`, at most `max_batch` members and `max_frame` bytes in all. The first
+    /// message that does not join (another verb, a big or incomplete frame, a framing
+    /// error) stays for the next decode.
+    fn gather(
+        &mut self,
+        input: &mut BytesMut,
+        head: (Option<u32>, Arc<Verb>, Params),
+        size: usize,
+    ) -> Group {
+        let mut group = Group {
+            members: vec![head],
+            bytes: size,
+        };
+        let Some(target) = group.members[0].1.grouping().cloned() else {
+            return group;
+        };
+        while group.members.len() < self.max_batch.max(1) {
+            let len = match self.codec.frame_len(input) {
+                Ok(Some(len)) if len < heavy::OFFLOAD_AT => len,
+                _ => break,
+            };
+            if group.bytes + len > self.max_frame {
+                break;
+            }
+            let Ok(SplitCall::Call {
+                msgid,
+                method,
+                params,
+            }) = split_call(&input[..len])
+            else {
+                break;
+            };
+            let Found::Extra(Some(v)) = self.verbs.find(&method) else {
+                break;
+            };
+            if !v.grouping().is_some_and(|g| g.same_target(&target)) {
+                break;
+            }
+            let Ok(p) = rpcmux_msgpack_rpc::read_params(&method, params) else {
+                break;
+            };
+            group.members.push((msgid, v, Params::Positional(p)));
+            group.bytes += len;
+            input.advance(len);
+        }
+        group
+    }
+
+    /// Run a group: one request for two or more members; a member alone is an
+    /// ordinary call. Each member is answered under its own msgid, its error in
+    /// msgpack-rpc's shape; the replies together are bounded by `max_reply` (members
+    /// past it get -32003).
+    fn run_group(&self, mut group: Group) -> BoxFuture<'static, Done> {
+        let (max_reply, bytes) = (self.max_reply, group.bytes);
+        if group.members.len() == 1 {
+            let (msgid, verb, params) = group.members.remove(0);
+            let found = Found::Extra(Some(verb.clone()));
+            let input = Input::Tree(params);
+            let reply = self
+                .verbs
+                .dispatch_found(&verb.name, &found, input, self.ctx.clone());
+            return Box::pin(finish(Started::Call(msgid, reply), bytes, max_reply));
+        }
+        let mut ids = Vec::with_capacity(group.members.len());
+        let members = group
+            .members
+            .into_iter()
+            .map(|(msgid, verb, params)| {
+                ids.push(msgid);
+                (verb, params)
+            })
+            .collect();
+        let results = self.verbs.dispatch_group(members, self.ctx.clone());
+        Box::pin(async move {
+            let results = results.await;
+            let encoded = heavy::run(bytes, move || {
+                let mut out = BytesMut::new();
+                for (msgid, r) in ids.into_iter().zip(results) {
+                    let Some(msgid) = msgid else { continue };
+                    if out.len() > max_reply {
+                        put_reply(&mut out, msgid, Err(reply_too_large(max_reply)), max_reply);
+                    } else {
+                        put_reply(&mut out, msgid, r, max_reply);
+                    }
+                }
+                out
+            })
+            .await;
+            Some(Reply::Encoded(encoded))
+        })
+    }
+}
+
 impl Framer for Msgpack {
     type Done = Done;
 
@@ -154,7 +305,16 @@ impl Framer for Msgpack {
             if size < heavy::OFFLOAD_AT {
                 // Small: the call starts from the bytes in place (a typed verb's params
                 // are deserialized from them), then they are dropped.
-                let started = start_frame(&self.verbs, &input[..size], self.ctx.clone());
+                let started = match self.start_small(&input[..size]) {
+                    Ok(started) => started,
+                    Err(head) => {
+                        input.advance(size);
+                        let group = self.gather(input, head, size);
+                        calls.start(group.bytes, self.run_group(group));
+                        room -= 1;
+                        continue;
+                    }
+                };
                 input.advance(size);
                 match started {
                     Started::Nothing => continue,
@@ -203,12 +363,15 @@ fn limits(shared: &Shared) -> Limits {
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
     let codec = MsgpackRpcCodec::new(limits(&shared));
     let verbs = shared.verbs.clone();
-    let max_reply = shared.config.limits.max_reply;
+    let limits = &shared.config.limits;
+    let (max_reply, max_batch, max_frame) = (limits.max_reply, limits.max_batch, limits.max_frame);
     session::serve(io, info, shared, "msgpack-rpc", |ctx| Msgpack {
         codec,
         verbs,
         ctx,
         max_reply,
+        max_batch,
+        max_frame,
     })
     .await;
 }

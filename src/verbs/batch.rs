@@ -41,8 +41,16 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    fn same_target(&self, other: &Group) -> bool {
+    /// Whether both go to the same target (one request may carry both).
+    pub(crate) fn same_target(&self, other: &Group) -> bool {
         std::ptr::addr_eq(Arc::as_ptr(&self.target), Arc::as_ptr(&other.target))
+    }
+}
+
+impl Verb {
+    /// Where several of its calls can go in one request right now, if anywhere.
+    pub(crate) fn grouping(&self) -> Option<&Group> {
+        self.group.as_ref().filter(|g| g.target.groups())
     }
 }
 

@@ -232,16 +232,31 @@ impl VerbTable {
     /// Call `method` with parameters as they arrived; the answer stays typed for the
     /// protocol to encode.
     pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Reply {
-        // The table's own verbs first, without a lock; an upstream verb is held by
-        // this call (an `Arc`) even if a refresh drops it meanwhile.
-        let extra;
-        let verb = match self.own(method) {
-            Some(v) => Some(v),
-            None => {
-                extra = self.extra.get(method);
-                extra.as_ref()
-            }
-        };
+        let found = self.find(method);
+        self.dispatch_found(method, &found, input, ctx)
+    }
+
+    /// Look `method` up once: the table's own verbs first, without a lock, then the
+    /// upstream verbs served now. A framer that decides by the verb's kind (grouping
+    /// forwarded calls) looks it up here and dispatches with [`Self::dispatch_found`].
+    pub(crate) fn find(&self, method: &str) -> Found<'_> {
+        match self.own(method) {
+            Some(v) => Found::Own(v),
+            None => Found::Extra(self.extra.get(method)),
+        }
+    }
+
+    /// [`Self::dispatch`] to a verb already looked up by [`Self::find`].
+    pub(crate) fn dispatch_found(
+        &self,
+        method: &str,
+        found: &Found<'_>,
+        input: Input<'_>,
+        ctx: CallContext,
+    ) -> Reply {
+        // An upstream verb is held by this call (an `Arc`) even if a refresh drops it
+        // meanwhile.
+        let verb = found.verb();
         let call = self.observer.as_ref().map(|o| o.begin(method, verb, &ctx));
         let Some(verb) = verb else {
             return done(call, Err(RpcError::method_not_found(method)));
@@ -271,6 +286,23 @@ impl VerbTable {
             Ok(Ok(fut)) => guard(verb, fut, abort, call),
             Ok(Err(e)) => done(call, Err(e)),
             Err(_) => done(call, Err(panicked(&verb.name))),
+        }
+    }
+}
+
+/// A verb as [`VerbTable::find`] found it.
+pub(crate) enum Found<'a> {
+    /// One of the table's own (Rust, built-in, demo): never grouped.
+    Own(&'a Arc<Verb>),
+    /// An upstream verb served now, or no verb of that name.
+    Extra(Option<Arc<Verb>>),
+}
+
+impl Found<'_> {
+    pub(crate) fn verb(&self) -> Option<&Arc<Verb>> {
+        match self {
+            Found::Own(v) => Some(v),
+            Found::Extra(v) => v.as_ref(),
         }
     }
 }
