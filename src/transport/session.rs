@@ -157,8 +157,14 @@ impl DriveOpts {
 }
 
 /// Events queued between the hub and one connection's driver; a full queue means the
-/// subscriber cannot keep up and the hub drops it.
-const EVENT_QUEUE: usize = 256;
+/// subscriber cannot keep up and the hub drops it. A reader that is merely slow is held
+/// back by the output cap first (`max_out`, then the socket); this queue fills while the
+/// connection's task waits to run, so it must outlast scheduling jitter: at 256, a
+/// worker thread preempted for a few milliseconds on a busy 2-core machine while others
+/// published 30k events/s got healthy subscribers dropped. The channel allocates its
+/// slots as they fill (blocks of 32 pointers; the events are shared, not copied), so
+/// the depth costs nothing until used.
+const EVENT_QUEUE: usize = 4096;
 
 /// Run a stream protocol on `io`: give the framer (built from the connection's call
 /// context, which can receive events) to the driver, and forget the connection's
@@ -376,7 +382,18 @@ pub(crate) async fn drive<R, W, F>(
                 Ok(None) => unflushed = false,
                 _ => break,
             },
-            Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => framer.event(&ev, &mut out),
+            Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => {
+                framer.event(&ev, &mut out);
+                // Take the rest of the queue in the same turn: a burst of events costs one
+                // write, and the queue empties whenever this task runs (one event per
+                // turn left a subscriber behind a burst judged too slow and dropped).
+                while out.len() < opts.max_out {
+                    match events.try_recv() {
+                        Ok(ev) => framer.event(&ev, &mut out),
+                        Err(_) => break,
+                    }
+                }
+            }
             r = read_some(&mut rd, &mut input, read_limit), if can_read => match r {
                 Ok(0) => reading = false,
                 // The idle timer is not reset here (a timer-wheel move per read); when it
