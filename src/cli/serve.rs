@@ -109,6 +109,8 @@ pub struct ServeArgs {
     upstreams: Vec<rpcmux::gateway::UpstreamConfig>,
     #[command(flatten)]
     ops: OpsArgs,
+    #[command(flatten)]
+    web: super::web_args::WebArgs,
 }
 
 /// Metrics, access log, readiness and draining (docs/operations.md).
@@ -215,6 +217,7 @@ impl ServeArgs {
             max_subscriptions
         );
         self.ops.apply(&mut c.ops);
+        self.web.apply(&mut c);
         Ok((c, explicit_listen))
     }
 }

@@ -7,6 +7,8 @@ pub mod json_tcp;
 pub(crate) mod jsonrpc;
 pub(crate) mod metrics_only;
 pub(crate) mod msgpack;
+pub(crate) mod origin;
 pub(crate) mod session;
 pub mod stomp;
+pub mod websocket;
 pub(crate) mod xmlrpc;

@@ -1,0 +1,215 @@
+//! WebSocket on the shared port, end to end: Python's `websockets` (plain and `wss://`),
+//! jsonrpsee's own WebSocket client, and raw frames for the protocol rules (pings,
+//! close codes, limits, origins) that client libraries do not let a test provoke.
+
+mod common;
+#[path = "common/pki.rs"]
+mod pki;
+#[path = "common/ws.rs"]
+mod ws;
+
+use common::*;
+use std::time::Duration;
+use ws::RawWs;
+
+#[test]
+fn python_websockets_calls_batches_notifications_and_events() {
+    let srv = Server::start(&[]);
+    let out = run_py("websocket_client.py", &[&format!("ws://{}/rpc", srv.addr)]);
+    assert!(out.contains("ok websocket"), "{out}");
+}
+
+#[test]
+fn python_websockets_over_tls() {
+    let pki = pki::Pki::new();
+    let args = pki.server_flags();
+    let srv = Server::start(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let url = format!("wss://localhost:{}/", srv.port());
+    let out = run_py("websocket_client.py", &[&url, &pki.path("ca.pem")]);
+    assert!(out.contains("ok websocket"), "{out}");
+}
+
+#[test]
+fn ping_is_answered_close_is_echoed_and_bad_utf8_is_1007() {
+    let srv = Server::start(&[]);
+    let mut c = RawWs::open(srv.addr, "");
+    c.frame(true, 9, b"hello").unwrap();
+    let pong = c.read().unwrap();
+    assert_eq!((pong.opcode, pong.payload.as_slice()), (10, &b"hello"[..]));
+    // A message in three fragments, with a ping between them.
+    let req = br#"{"jsonrpc":"2.0","method":"echo","params":[42],"id":7}"#;
+    c.frame(false, 1, &req[..10]).unwrap();
+    c.frame(false, 0, &req[10..20]).unwrap();
+    c.frame(true, 9, b"").unwrap();
+    c.frame(true, 0, &req[20..]).unwrap();
+    assert_eq!(c.read().unwrap().opcode, 10);
+    let r = c.data().unwrap();
+    assert_eq!((r.opcode, r.json()["result"].as_i64()), (1, Some(42)));
+    c.frame(true, 8, &4001u16.to_be_bytes()).unwrap();
+    assert_eq!(
+        c.close_code(),
+        Some(4001),
+        "the peer's close code is echoed"
+    );
+    assert!(c.read().is_none(), "then the server closes the socket");
+
+    let mut c = RawWs::open(srv.addr, "");
+    c.frame(true, 1, b"{\"a\":\"\xff\"}").unwrap();
+    assert_eq!(c.close_code(), Some(1007));
+
+    let mut c = RawWs::open(srv.addr, "");
+    c.s.write_all_unmasked(b"\x81\x02{}");
+    assert_eq!(c.close_code(), Some(1002), "an unmasked client frame");
+}
+
+#[test]
+fn oversize_message_frame_and_fragments_are_closed_with_1009_while_others_are_served() {
+    let srv = Server::start(&[
+        "--ws-max-message",
+        "1000",
+        "--ws-max-frame",
+        "600",
+        "--ws-max-fragments",
+        "4",
+    ]);
+    let mut other = RawWs::open(srv.addr, "");
+    let mut c = RawWs::open(srv.addr, "");
+    c.frame(true, 1, &vec![b' '; 601]).unwrap();
+    assert_eq!(c.close_code(), Some(1009), "frame over --ws-max-frame");
+    let mut c = RawWs::open(srv.addr, "");
+    c.frame(false, 1, &[b' '; 500]).unwrap();
+    c.frame(false, 0, &[b' '; 500]).unwrap();
+    c.frame(false, 0, b" ").unwrap();
+    assert_eq!(c.close_code(), Some(1009), "message over --ws-max-message");
+    let mut c = RawWs::open(srv.addr, "");
+    c.frame(false, 1, b"[").unwrap();
+    for _ in 0..4 {
+        c.frame(false, 0, b" ").unwrap();
+    }
+    assert_eq!(c.close_code(), Some(1009), "over --ws-max-fragments");
+    other
+        .text(r#"{"jsonrpc":"2.0","method":"ping","id":1}"#)
+        .unwrap();
+    assert_eq!(other.data().unwrap().json()["result"], true);
+    let metrics = http_get(srv.addr, "/metrics");
+    for limit in ["ws_frame", "ws_message", "ws_fragments"] {
+        assert!(
+            metrics.contains(&format!(
+                "rpcmux_limit_refusals_total{{limit=\"{limit}\"}} 1"
+            )),
+            "{limit} not counted:\n{metrics}"
+        );
+    }
+}
+
+#[test]
+fn stomp_over_websocket_raw_frames() {
+    let srv = Server::start(&[]);
+    let mut c = RawWs::open(srv.addr, "Sec-WebSocket-Protocol: v12.stomp, v11.stomp\r\n");
+    c.text("CONNECT\naccept-version:1.2\nhost:localhost\n\n\0")
+        .unwrap();
+    let f = c.data().unwrap();
+    assert!(
+        f.payload.starts_with(b"CONNECTED\n"),
+        "{:?}",
+        String::from_utf8_lossy(&f.payload)
+    );
+    // Two frames in one message: SUBSCRIBE and a SEND carrying a JSON-RPC call.
+    let body = r#"{"jsonrpc":"2.0","method":"echo","params":[1.5],"id":"s1"}"#;
+    c.text(&format!(
+        "SUBSCRIBE\nid:1\ndestination:jms.topic.vdsm_responses\n\n\0\
+         SEND\ndestination:jms.topic.vdsm_requests\ncontent-length:{}\n\n{body}\0",
+        body.len()
+    ))
+    .unwrap();
+    let f = c.data().unwrap();
+    let text = String::from_utf8_lossy(&f.payload).into_owned();
+    assert!(text.starts_with("MESSAGE\n"), "{text}");
+    assert!(
+        text.contains(r#""result":1.5"#) && text.contains(r#""id":"s1""#),
+        "{text}"
+    );
+    c.text("DISCONNECT\nreceipt:bye\n\n\0").unwrap();
+    let f = c.data().unwrap();
+    assert!(f.payload.starts_with(b"RECEIPT\nreceipt-id:bye"), "{:?}", f);
+    assert_eq!(c.close_code(), Some(1000));
+}
+
+#[test]
+fn graceful_shutdown_sends_close_1001() {
+    let srv = Server::start(&[]);
+    let mut c = RawWs::open(srv.addr, "");
+    c.text(r#"{"jsonrpc":"2.0","method":"sleep","params":[300],"id":1}"#)
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    srv.sigterm();
+    let r = c.data().unwrap();
+    assert_eq!(r.json()["result"], 300, "the call in flight answers first");
+    assert_eq!(c.close_code(), Some(1001));
+}
+
+#[test]
+fn foreign_origins_are_refused_unless_allowed() {
+    let srv = Server::start(&["--allow-origin", "https://app.example"]);
+    let (_, head) = RawWs::try_open(srv.addr, "/", "Origin: https://evil.example\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    let (_, head) = RawWs::try_open(srv.addr, "/", "Origin: http://127.0.0.1\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "same origin: {head}");
+    let (_, head) = RawWs::try_open(srv.addr, "/", "Origin: https://app.example\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 101"), "listed origin: {head}");
+
+    let create = r#"{"jsonrpc":"2.0","method":"VM.create","params":["csrf","n",1],"id":1}"#;
+    let r = raw_http(srv.addr, &post(create, "Origin: https://evil.example\r\n"));
+    assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    let list = r#"{"jsonrpc":"2.0","method":"Host.getVMList","id":2}"#;
+    let r = raw_http(srv.addr, &post(list, ""));
+    assert!(
+        !r.contains("csrf"),
+        "the refused POST must not have run: {r}"
+    );
+    let r = raw_http(srv.addr, &post(list, "Origin: https://app.example\r\n"));
+    assert!(
+        r.to_ascii_lowercase()
+            .contains("access-control-allow-origin: https://app.example"),
+        "{r}"
+    );
+    let preflight = "OPTIONS / HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://app.example\r\n\
+                     Access-Control-Request-Method: POST\r\nConnection: close\r\n\r\n";
+    let r = raw_http(srv.addr, preflight);
+    assert!(r.starts_with("HTTP/1.1 204"), "{r}");
+    assert!(
+        r.to_ascii_lowercase()
+            .contains("access-control-allow-methods"),
+        "{r}"
+    );
+}
+
+fn post(body: &str, extra: &str) -> String {
+    format!(
+        "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+         Content-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
+        body.len()
+    )
+}
+
+fn raw_http(addr: std::net::SocketAddr, req: &str) -> String {
+    String::from_utf8_lossy(&exchange(addr, req.as_bytes())).into_owned()
+}
+
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    raw_http(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// Writes raw bytes (an unmasked frame) past the client's framing.
+trait Unmasked {
+    fn write_all_unmasked(&mut self, b: &[u8]);
+}
+
+impl Unmasked for std::net::TcpStream {
+    fn write_all_unmasked(&mut self, b: &[u8]) {
+        std::io::Write::write_all(self, b).unwrap();
+    }
+}
