@@ -29,6 +29,53 @@ fn python_websockets_over_tls() {
     assert!(out.contains("ok websocket"), "{out}");
 }
 
+/// benches/peers/jsonrpsee-echo (its `--client` mode is jsonrpsee's WebSocket client):
+/// `$RPCMUX_JSONRPSEE_ECHO` (scripts/test builds it), else built here once into
+/// `$PEERS_TARGET_DIR` or `target/peers`.
+fn jsonrpsee_echo() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RPCMUX_JSONRPSEE_ECHO") {
+        return p.into();
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("PEERS_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .unwrap()
+                .join("peers")
+        });
+    let status = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(["build", "--release", "-q", "--manifest-path"])
+        .arg(root.join("benches/peers/jsonrpsee-echo/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("run cargo");
+    assert!(
+        status.success(),
+        "building benches/peers/jsonrpsee-echo failed"
+    );
+    target.join("release/jsonrpsee-echo")
+}
+
+#[test]
+fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_the_event() {
+    let srv = Server::start(&[]);
+    let out = std::process::Command::new(jsonrpsee_echo())
+        .args(["--client", &format!("ws://{}/", srv.addr)])
+        .output()
+        .expect("run jsonrpsee-echo --client");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "jsonrpsee client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in ["ok ping", "ok echo", "ok batch", "ok VM.create", "ok event"] {
+        assert!(stdout.contains(step), "{step} missing: {stdout}");
+    }
+}
+
 #[test]
 fn ping_is_answered_close_is_echoed_and_bad_utf8_is_1007() {
     let srv = Server::start(&[]);
