@@ -260,3 +260,144 @@ impl Unmasked for std::net::TcpStream {
         std::io::Write::write_all(self, b).unwrap();
     }
 }
+
+/// `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`) and the packages
+/// scripts/setup-test-env installs there (npm ci); panics with its output on failure.
+fn run_node(script: &str, args: &[&str]) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    assert!(
+        dir.join("node_modules/@stomp/stompjs").exists(),
+        "tests/node/node_modules missing: run scripts/setup-test-env"
+    );
+    let node = std::env::var("RPCMUX_NODE").unwrap_or_else(|_| "node".into());
+    let out = std::process::Command::new(node)
+        .arg(dir.join(script))
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{script} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn stompjs_over_node_ws_calls_and_receives_the_event() {
+    let srv = Server::start(&[]);
+    let out = run_node(
+        "stomp_ws_client.mjs",
+        &[&format!("ws://{}/stomp", srv.addr)],
+    );
+    assert!(out.contains("ok stomp-ws 1.2"), "{out}");
+}
+
+/// Debian's chromium: `$RPCMUX_CHROMIUM`, else `chromium` on the PATH.
+fn chromium() -> String {
+    if let Ok(p) = std::env::var("RPCMUX_CHROMIUM") {
+        return p;
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = std::path::Path::new(dir).join("chromium");
+        if p.exists() {
+            return p.to_string_lossy().into_owned();
+        }
+    }
+    panic!("chromium not found: apt-get install chromium (.ci/run does), or set RPCMUX_CHROMIUM");
+}
+
+#[test]
+fn console_in_headless_chromium_calls_vm_create_and_shows_the_event() {
+    let srv = Server::start(&[]);
+    let shots = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("test-output/websocket");
+    std::fs::create_dir_all(&shots).unwrap();
+    let shot = shots.join("console.png");
+    let _ = std::fs::remove_file(&shot);
+    let elsewhere = Server::start(&[]);
+    let base = format!("http://{}", srv.addr);
+    let foreign = format!("http://{}", elsewhere.addr);
+    let out = run_node(
+        "console_browser.mjs",
+        &[&base, &chromium(), shot.to_str().unwrap(), &foreign],
+    );
+    let r: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["title"], "rpcmux console", "{r}");
+    assert!(
+        r["verbs"].as_u64().unwrap() > 10,
+        "the verbs are listed: {r}"
+    );
+    assert!(r["help"].as_str().unwrap().contains("Create a VM"), "{r}");
+    assert_eq!(r["reply"]["result"]["vmId"], "browser-vm", "{r}");
+    assert!(
+        r["event"]
+            .as_str()
+            .unwrap()
+            .contains("|virt|VM_status|browser-vm"),
+        "{r}"
+    );
+    assert_eq!(
+        r["errors"],
+        serde_json::json!([]),
+        "no page errors (CSP included): {r}"
+    );
+    assert!(
+        std::fs::metadata(&shot).unwrap().len() > 1000,
+        "a screenshot at {shot:?}"
+    );
+    // The page of another origin: the server refused its WebSocket (403) and its POST,
+    // which the browser sent (no preflight for a form-encoded body) but did not run.
+    assert_eq!(r["foreign_ws"], "refused", "{r}");
+    assert_eq!(r["foreign_post"], "sent", "{r}");
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while srv.log().matches("origin not allowed").count() < 2
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        srv.log().matches("origin not allowed").count(),
+        2,
+        "{}",
+        srv.log()
+    );
+    let list = r#"{"jsonrpc":"2.0","method":"Host.getVMList","id":1}"#;
+    let vms = raw_http(srv.addr, &post(list, ""));
+    assert!(
+        vms.contains("browser-vm") && !vms.contains("csrf-vm"),
+        "{vms}"
+    );
+}
+
+#[test]
+fn get_root_is_the_console_for_browsers_and_the_text_index_for_curl() {
+    let srv = Server::start(&[]);
+    let html = raw_http(
+        srv.addr,
+        "GET / HTTP/1.1\r\nHost: x\r\nAccept: text/html,*/*\r\nConnection: close\r\n\r\n",
+    );
+    assert!(html.contains("<title>rpcmux console</title>"), "{html}");
+    assert!(
+        html.to_ascii_lowercase()
+            .contains("content-security-policy: default-src 'none'"),
+        "{html}"
+    );
+    let text = http_get(srv.addr, "/");
+    assert!(
+        text.contains("rpcmux: XML-RPC") && !text.contains("<html"),
+        "{text}"
+    );
+    let off = Server::start(&["--no-console"]);
+    let html = raw_http(
+        off.addr,
+        "GET / HTTP/1.1\r\nHost: x\r\nAccept: text/html\r\nConnection: close\r\n\r\n",
+    );
+    assert!(!html.contains("<html"), "--no-console: {html}");
+}

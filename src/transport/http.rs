@@ -268,6 +268,12 @@ async fn route(
 async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
     match (req.method(), req.uri().path()) {
         (&Method::POST, _) => rpc(req, shared, info).await,
+        (&Method::GET | &Method::HEAD, path @ ("/" | "/console.js" | "/favicon.ico"))
+            if super::console::enabled(&shared.config)
+                && (path != "/" || super::console::wants_html(&req)) =>
+        {
+            super::console::serve(path).expect("a console path")
+        }
         (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
             Some(r) => r,
             None => text(StatusCode::NOT_FOUND, INDEX),
@@ -287,7 +293,9 @@ POST /            an RPC body (text/xml, application/json, application/msgpack)
 GET  /health      200 while the process is up (liveness)
 GET  /ready       200 while serving, 503 once shutdown begins (readiness)
 GET  /metrics     Prometheus metrics (unless served on their own address)
+GET  (Upgrade: websocket, any path)  JSON-RPC 2.0, or STOMP 1.2 with v12.stomp
 The same port also speaks JSON-RPC and msgpack-rpc over raw TCP, and STOMP 1.2.
+A browser opening / gets the console page (unless --no-console).
 ";
 
 /// The `GET` endpoints; `None`: not one of them. `openmetrics`: the client's Accept

@@ -1,5 +1,6 @@
 //! Framers: what runs on a connection once the sniffer has named its protocol.
 
+mod console;
 pub mod http;
 mod http_body;
 mod http_encoding;
