@@ -118,13 +118,24 @@ fn kib_per_connection<T>(srv: &mut Server, n: usize, open: impl Fn() -> T) -> (f
 
 #[test]
 fn a_thousand_idle_websocket_sessions_cost_about_what_raw_tcp_connections_do() {
-    let mut srv = Server::start_limited(&[]);
-    // Warm up the allocator and the runtime before measuring.
-    drop(
-        (0..50)
-            .map(|_| RawWs::open(srv.addr, ""))
-            .collect::<Vec<_>>(),
-    );
+    // Each kind on a server of its own, warmed the same way, so neither is measured in
+    // memory the other left behind in the allocator.
+    let warmed = || {
+        let srv = Server::start_limited(&[]);
+        drop(
+            (0..50)
+                .map(|_| RawWs::open(srv.addr, ""))
+                .collect::<Vec<_>>(),
+        );
+        drop(
+            (0..50)
+                .map(|_| Lines::connect(srv.addr).unwrap())
+                .collect::<Vec<_>>(),
+        );
+        std::thread::sleep(Duration::from_secs(1));
+        srv
+    };
+    let mut srv = warmed();
     let addr = srv.addr;
     let (tcp, held) = kib_per_connection(&mut srv, 1000, || {
         let mut l = Lines::connect(addr).unwrap();
@@ -132,18 +143,20 @@ fn a_thousand_idle_websocket_sessions_cost_about_what_raw_tcp_connections_do() {
         l.line(1 << 16).unwrap();
         l
     });
-    drop(held);
-    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(held.len(), 1000);
+    drop((held, srv));
+    let mut srv = warmed();
+    let addr = srv.addr;
     let (ws, held) = kib_per_connection(&mut srv, 1000, || {
         let mut c = RawWs::open(addr, "");
         c.text(PING).unwrap();
         c.data().unwrap();
         c
     });
+    assert_eq!(held.len(), 1000);
     eprintln!(
         "idle memory: raw-TCP JSON-RPC {tcp:.1} KiB, WebSocket JSON-RPC {ws:.1} KiB per connection"
     );
-    assert_eq!(held.len(), 1000);
     // A session left hyper: what remains is the stream driver's, as for raw TCP.
     assert!(
         ws <= tcp * 1.5 + 2.0,

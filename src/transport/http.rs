@@ -237,15 +237,11 @@ async fn route(
         }
     }
     if is_ws {
-        return match handshake::accept(&req) {
-            Ok((reply, sub)) => {
-                if let Ok(mut u) = upgrade.lock() {
-                    *u = Some(sub);
-                }
-                reply
-            }
-            Err(refusal) => refusal,
-        };
+        let (reply, sub) = handshake::accept(&req);
+        if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
+            *u = Some(sub);
+        }
+        return reply;
     }
     let Verdict::Allowed(origin) = verdict else {
         return route_rpc(req, shared, info).await;

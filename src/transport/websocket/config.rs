@@ -49,7 +49,7 @@ fn secs(s: f64) -> Duration {
 
 /// What browsers may do (`[web]`): which foreign origins may open a WebSocket or POST
 /// (CORS), and whether `GET /` serves the console page to browsers.
-#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
 pub struct WebConfig {
     /// Origins (`scheme://host[:port]`, or `*` for any) allowed besides the server's
@@ -57,15 +57,6 @@ pub struct WebConfig {
     pub allowed_origins: Vec<String>,
     /// Serve the console page at `GET /` to browsers (`None`: on when the demo verbs are).
     pub console: Option<bool>,
-}
-
-impl Default for WebConfig {
-    fn default() -> Self {
-        WebConfig {
-            allowed_origins: Vec::new(),
-            console: None,
-        }
-    }
 }
 
 #[cfg(test)]

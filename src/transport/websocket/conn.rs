@@ -278,10 +278,9 @@ impl<M: Messages> Framer for Ws<M> {
                     (None, _) => {}
                 }
             }
-            let need = h.header_len + h.len as usize;
-            if input.len() < need {
-                // Room for the rest of the frame, which the limits above allow.
-                input.reserve(need - input.len());
+            if input.len() < h.header_len + h.len as usize {
+                // Nothing reserved for the rest: the buffer grows as bytes arrive, so a
+                // header announcing 16 MiB that is never followed costs nothing.
                 return Ok(());
             }
             if self.frame(h, input, out, calls)? {

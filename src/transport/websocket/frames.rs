@@ -137,6 +137,7 @@ pub(crate) fn put_frame(out: &mut BytesMut, opcode: u8, payload: &[u8]) {
 }
 
 /// Write one final frame masked with `mask` (the client's frames).
+#[cfg(any(feature = "client", test))]
 pub(crate) fn put_masked(out: &mut BytesMut, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     put_header(out, opcode, payload.len(), Some(mask));
     let start = out.len();

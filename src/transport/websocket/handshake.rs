@@ -42,31 +42,45 @@ pub fn accept_key(key: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(h.finalize())
 }
 
-/// The 101 for an upgrade request and the subprotocol chosen, or the refusal to send.
-pub fn accept<B>(
-    req: &Request<B>,
-) -> Result<(Response<Full<bytes::Bytes>>, Subprotocol), Response<Full<bytes::Bytes>>> {
+/// A reply to an upgrade request.
+pub type Reply = Response<Full<bytes::Bytes>>;
+
+/// The reply to an upgrade request: the 101 and the subprotocol chosen, or a refusal
+/// (400, 426) and `None`.
+pub fn accept<B>(req: &Request<B>) -> (Reply, Option<Subprotocol>) {
+    match check(req) {
+        Ok((reply, sub)) => (reply, Some(sub)),
+        Err((status, why)) => {
+            let mut r = refuse(status, why);
+            if status == StatusCode::UPGRADE_REQUIRED {
+                r.headers_mut()
+                    .insert("sec-websocket-version", HeaderValue::from_static("13"));
+            }
+            (r, None)
+        }
+    }
+}
+
+/// The 101 and the subprotocol, or the status and reason of a refusal.
+fn check<B>(req: &Request<B>) -> Result<(Reply, Subprotocol), (StatusCode, &'static str)> {
     let h = req.headers();
     if req.method() != Method::GET || req.version() != Version::HTTP_11 {
-        return Err(refuse(
+        return Err((
             StatusCode::BAD_REQUEST,
             "a WebSocket opens with GET over HTTP/1.1\n",
         ));
     }
     if !header_has(h, CONNECTION, "upgrade") {
-        return Err(refuse(
+        return Err((
             StatusCode::BAD_REQUEST,
             "Upgrade without Connection: upgrade\n",
         ));
     }
     if h.get("sec-websocket-version").map(|v| v.as_bytes()) != Some(b"13") {
-        let mut r = refuse(
+        return Err((
             StatusCode::UPGRADE_REQUIRED,
             "only WebSocket version 13 is spoken\n",
-        );
-        r.headers_mut()
-            .insert("sec-websocket-version", HeaderValue::from_static("13"));
-        return Err(r);
+        ));
     }
     let key = h
         .get("sec-websocket-key")
@@ -74,7 +88,7 @@ pub fn accept<B>(
         .unwrap_or(b"");
     let decoded = base64::engine::general_purpose::STANDARD.decode(key.trim_ascii());
     if decoded.map(|k| k.len()) != Ok(16) {
-        return Err(refuse(StatusCode::BAD_REQUEST, "bad Sec-WebSocket-Key\n"));
+        return Err((StatusCode::BAD_REQUEST, "bad Sec-WebSocket-Key\n"));
     }
     let offered = h
         .get_all("sec-websocket-protocol")
@@ -117,7 +131,7 @@ fn header_has(h: &HeaderMap, name: hyper::header::HeaderName, token: &str) -> bo
         .any(|t| t.trim().eq_ignore_ascii_case(token))
 }
 
-fn refuse(status: StatusCode, why: &'static str) -> Response<Full<bytes::Bytes>> {
+fn refuse(status: StatusCode, why: &'static str) -> Reply {
     let mut r = Response::new(Full::new(bytes::Bytes::from_static(why.as_bytes())));
     *r.status_mut() = status;
     r.headers_mut().insert(
@@ -153,14 +167,14 @@ mod tests {
 
     #[test]
     fn picks_the_first_known_subprotocol() {
-        let (r, sub) = accept(&upgrade(&[(
+        let (r, sub) = check(&upgrade(&[(
             "sec-websocket-protocol",
             "mqtt, v12.stomp, jsonrpc",
         )]))
         .unwrap();
         assert_eq!(sub, Subprotocol::Stomp);
         assert_eq!(r.headers()["sec-websocket-protocol"], "v12.stomp");
-        let (r, sub) = accept(&upgrade(&[])).unwrap();
+        let (r, sub) = check(&upgrade(&[])).unwrap();
         assert_eq!(
             (sub, r.headers().get("sec-websocket-protocol")),
             (Subprotocol::Json, None)
@@ -173,13 +187,13 @@ mod tests {
         let mut req = upgrade(&[]);
         req.headers_mut()
             .insert("sec-websocket-version", HeaderValue::from_static("8"));
-        assert_eq!(
-            accept(&req).unwrap_err().status(),
-            StatusCode::UPGRADE_REQUIRED
-        );
+        let (r, sub) = accept(&req);
+        assert_eq!((r.status(), sub), (StatusCode::UPGRADE_REQUIRED, None));
+        assert_eq!(r.headers()["sec-websocket-version"], "13");
         let mut req = upgrade(&[]);
         req.headers_mut()
             .insert("sec-websocket-key", HeaderValue::from_static("short"));
-        assert_eq!(accept(&req).unwrap_err().status(), StatusCode::BAD_REQUEST);
+        let (r, sub) = accept(&req);
+        assert_eq!((r.status(), sub), (StatusCode::BAD_REQUEST, None));
     }
 }
