@@ -193,3 +193,16 @@ fn a_reader_that_never_reads_meets_backpressure() {
     assert!(other.line(1 << 16).unwrap().contains("true"));
     assert_peak_rss(&mut srv, 200, "a WebSocket peer that never reads");
 }
+
+#[test]
+fn a_silent_peer_waiting_for_a_long_call_is_not_taken_for_dead() {
+    let srv = Server::start_limited(&["--ws-ping-interval", "0.3", "--ws-pong-timeout", "0.3"]);
+    let mut c = RawWs::open(srv.addr, "");
+    // Longer than ping_interval + pong_timeout, and the peer never answers a ping.
+    c.text(r#"{"jsonrpc":"2.0","method":"sleep","params":[2000],"id":1}"#)
+        .unwrap();
+    let reply = c.data().unwrap();
+    assert_eq!(reply.json()["result"], 2000, "{reply:?}");
+    // Then, silent with nothing running, it is dropped.
+    assert_eq!(c.close_code(), Some(1001));
+}

@@ -10,7 +10,7 @@
 use super::config::WsConfig;
 use super::frames::{self, Header};
 use crate::events::Event;
-use crate::transport::session::{Calls, Close, Framer};
+use crate::transport::session::{Calls, Close, Framer, MAX_OUT};
 use bytes::{Buf, BytesMut};
 use std::time::Duration;
 
@@ -80,8 +80,10 @@ pub(crate) struct Ws<M> {
     closed: bool,
     /// The close code [`Framer::finish`] sends.
     finish_code: u16,
-    /// A ping went out and the peer has not spoken since.
-    pinged: bool,
+    /// When a ping went out that the peer has not answered (spoken since).
+    pinged: Option<tokio::time::Instant>,
+    /// Calls started and not yet answered.
+    in_flight: usize,
 }
 
 impl<M: Messages> Ws<M> {
@@ -96,7 +98,8 @@ impl<M: Messages> Ws<M> {
             partial: None,
             closed: false,
             finish_code: frames::GOING_AWAY,
-            pinged: false,
+            pinged: None,
+            in_flight: 0,
         }
     }
 
@@ -226,6 +229,7 @@ impl<M: Messages> Framer for Ws<M> {
                 .msgs
                 .pending(out, calls)
                 .map_err(|stop| self.stop(out, stop))?;
+            self.in_flight += usize::from(started);
             room -= usize::from(started).min(room);
         }
         while room > 0 && !self.msgs.has_pending() {
@@ -284,6 +288,7 @@ impl<M: Messages> Framer for Ws<M> {
                 return Ok(());
             }
             if self.frame(h, input, out, calls)? {
+                self.in_flight += 1;
                 room -= 1;
             }
         }
@@ -291,6 +296,7 @@ impl<M: Messages> Framer for Ws<M> {
     }
 
     fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+        self.in_flight = self.in_flight.saturating_sub(1);
         if !self.closed {
             self.msgs.reply(done, out);
         }
@@ -306,16 +312,28 @@ impl<M: Messages> Framer for Ws<M> {
         if self.closed {
             return Ok(());
         }
-        if idle_for >= self.ping_interval + self.pong_timeout {
-            let why = Close::new("peer did not answer the ping; dropped");
-            return Err(self.close(out, frames::GOING_AWAY, why));
-        }
+        let now = tokio::time::Instant::now();
         if idle_for < self.ping_interval {
             // The peer spoke since the last ping.
-            self.pinged = false;
-        } else if !self.pinged {
+            self.pinged = None;
+        } else if self.pinged.is_none() {
             frames::put_frame(out, frames::PING, b"");
-            self.pinged = true;
+            self.pinged = Some(now);
+        }
+        // While calls run or output waits, the driver may not be reading (its caps): the
+        // peer's pong may wait unread in the socket, so its silence proves nothing. The
+        // timeout then counts from when the driver could read again.
+        if self.in_flight > 0 || out.len() >= MAX_OUT {
+            if let Some(at) = &mut self.pinged {
+                *at = now;
+            }
+        }
+        let dead = self
+            .pinged
+            .is_some_and(|at| now.duration_since(at) >= self.pong_timeout);
+        if dead && idle_for >= self.ping_interval + self.pong_timeout {
+            let why = Close::new("peer did not answer the ping; dropped");
+            return Err(self.close(out, frames::GOING_AWAY, why));
         }
         self.msgs.tick(idle_for, out)
     }
