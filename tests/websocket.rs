@@ -401,3 +401,43 @@ fn get_root_is_the_console_for_browsers_and_the_text_index_for_curl() {
     );
     assert!(!html.contains("<html"), "--no-console: {html}");
 }
+
+#[test]
+fn frames_sent_with_the_upgrade_request_are_not_lost() {
+    use std::io::{Read, Write};
+    let srv = Server::start(&[]);
+    let mut s = connect(srv.addr);
+    // The upgrade and two frames in one write: hyper reads past the request head, and
+    // those bytes must reach the session.
+    let mut wire = ws::upgrade_request("/x", "").into_bytes();
+    wire.extend(ws::encode(
+        true,
+        1,
+        br#"{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}"#,
+    ));
+    wire.extend(ws::encode(
+        true,
+        1,
+        br#"{"jsonrpc":"2.0","method":"echo","params":[2],"id":2}"#,
+    ));
+    s.write_all(&wire).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let mut ids = Vec::new();
+    while ids.len() < 2 {
+        let n = s.read(&mut buf).unwrap();
+        assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+        let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let mut rest = &got[end + 4..];
+        ids.clear();
+        while let Some((f, used)) = ws::decode(rest) {
+            ids.push(f.json()["id"].as_i64().unwrap());
+            rest = &rest[used..];
+        }
+    }
+    ids.sort();
+    assert_eq!(ids, [1, 2]);
+}
