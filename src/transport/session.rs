@@ -1,4 +1,5 @@
-//! The driver shared by every stream protocol (raw-TCP JSON-RPC, msgpack-rpc, STOMP).
+//! The driver shared by every stream protocol (raw-TCP JSON-RPC, msgpack-rpc, STOMP, and
+//! WebSocket sessions once upgraded).
 //!
 //! One task per connection reads, decodes, runs calls concurrently, and writes
 //! replies as they complete (out of order; ids tell them apart), plus any server
