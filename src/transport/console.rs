@@ -30,18 +30,22 @@ pub(crate) fn wants_html<B>(req: &hyper::Request<B>) -> bool {
         .is_some_and(|v| v.contains("text/html"))
 }
 
-/// The page (`/`) or its script (`/console.js`); `None` for other paths.
-pub(crate) fn serve(path: &str) -> Option<Response<Full<Bytes>>> {
+/// The page (`/`), its script (`/console.js`), or no icon; 404 for other paths.
+pub(crate) fn serve(path: &str) -> Response<Full<Bytes>> {
     let (body, ctype) = match path {
         // Browsers ask for it; no icon, and no 404 in the page's console.
         "/favicon.ico" => {
             let mut r = Response::new(Full::default());
             *r.status_mut() = StatusCode::NO_CONTENT;
-            return Some(r);
+            return r;
         }
         "/" => (PAGE, "text/html; charset=utf-8"),
         "/console.js" => (SCRIPT, "text/javascript; charset=utf-8"),
-        _ => return None,
+        _ => {
+            let mut r = Response::new(Full::default());
+            *r.status_mut() = StatusCode::NOT_FOUND;
+            return r;
+        }
     };
     let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *r.status_mut() = StatusCode::OK;
@@ -53,5 +57,5 @@ pub(crate) fn serve(path: &str) -> Option<Response<Full<Bytes>>> {
         HeaderValue::from_static("nosniff"),
     );
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-    Some(r)
+    r
 }

@@ -173,9 +173,10 @@ async fn serve_until_idle<S: Stream>(
                 let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
                 if let Some(sub) = sub {
                     let (rest, io) = take_parts(conn.into_parts());
-                    let session = super::websocket::serve(Rewind::new(rest, io), info.clone(), shared.clone(), sub);
+                    let io = Rewind::new(rest, io);
+                    let (info, shared) = (info.clone(), shared.clone());
                     // Boxed: the session's future is not part of every HTTP connection's.
-                    Box::pin(session).await;
+                    Box::pin(super::websocket::serve(io, info, shared, sub)).await;
                     return None;
                 }
                 if !releasing || shared.shutdown.is_cancelled() {
@@ -268,7 +269,7 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> 
             if super::console::enabled(&shared.config)
                 && (path != "/" || super::console::wants_html(&req)) =>
         {
-            super::console::serve(path).expect("a console path")
+            super::console::serve(path)
         }
         (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
             Some(r) => r,
