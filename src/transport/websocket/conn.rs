@@ -164,17 +164,21 @@ impl<M: Messages> Ws<M> {
             }
             frames::PONG => Ok(false),
             frames::CLOSE => {
-                // Echo the peer's code (RFC 6455 section 5.5.1), 1000 if it gave none.
-                let code = match payload.get(..2) {
-                    Some(c) => u16::from_be_bytes([c[0], c[1]]),
-                    None => frames::NORMAL,
+                // Echo the peer's code (RFC 6455 section 5.5.1), 1000 if it gave none; a
+                // one-byte body or a code no peer may send is a protocol error, a reason
+                // that is not UTF-8 bad data.
+                let (code, why) = match payload.len() {
+                    0 => (frames::NORMAL, "peer closed the WebSocket"),
+                    1 => (frames::PROTOCOL_ERROR, "close frame with a one-byte body"),
+                    _ => match u16::from_be_bytes([payload[0], payload[1]]) {
+                        _ if std::str::from_utf8(&payload[2..]).is_err() => {
+                            (frames::BAD_DATA, "close reason is not UTF-8")
+                        }
+                        c if valid_close_code(c) => (c, "peer closed the WebSocket"),
+                        _ => (frames::PROTOCOL_ERROR, "close code no peer may send"),
+                    },
                 };
-                let code = if valid_close_code(code) {
-                    code
-                } else {
-                    frames::PROTOCOL_ERROR
-                };
-                Err(self.close(out, code, Close::new("peer closed the WebSocket")))
+                Err(self.close(out, code, Close::new(why)))
             }
             frames::CONTINUATION => {
                 let Some(p) = &mut self.partial else {
@@ -182,6 +186,7 @@ impl<M: Messages> Ws<M> {
                     return Err(self.close(out, frames::PROTOCOL_ERROR, why));
                 };
                 p.data.unsplit(payload);
+                p.frames += 1;
                 if !h.fin {
                     return Ok(false);
                 }
@@ -261,8 +266,9 @@ impl<M: Messages> Framer for Ws<M> {
                         return Err(self.close(out, frames::PROTOCOL_ERROR, why));
                     }
                     (Some(p), _) => {
-                        p.frames += 1;
-                        let (held, frames) = (p.data.len() as u64, p.frames);
+                        // Counted when consumed (in `frame`): a header is judged again
+                        // each time more of its payload arrives.
+                        let (held, frames) = (p.data.len() as u64, p.frames + 1);
                         if frames > self.max_fragments {
                             input.clear();
                             let why = format!("message in over {} frames", self.max_fragments);
@@ -357,5 +363,142 @@ impl<M: Messages> Framer for Ws<M> {
             frames::put_close(out, self.finish_code, why);
             self.closed = true;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::Budget;
+
+    /// Records the messages it is handed; starts no calls.
+    #[derive(Default)]
+    struct Record(Vec<(bool, Vec<u8>)>);
+
+    impl Messages for Record {
+        type Done = ();
+        fn message(
+            &mut self,
+            text: bool,
+            payload: BytesMut,
+            _: &mut BytesMut,
+            _: &mut Calls<()>,
+        ) -> Result<bool, (Option<u16>, Close)> {
+            self.0.push((text, payload.to_vec()));
+            Ok(false)
+        }
+        fn reply(&mut self, _: (), _: &mut BytesMut) {}
+        fn event(&mut self, _: &Event, _: &mut BytesMut) {}
+    }
+
+    fn ws() -> Ws<Record> {
+        let cfg = WsConfig {
+            max_message: 10,
+            max_fragments: 3,
+            ..WsConfig::default()
+        };
+        Ws::new(Record::default(), &cfg)
+    }
+
+    fn masked(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = BytesMut::new();
+        frames::put_masked(&mut out, opcode, payload, [9, 8, 7, 6]);
+        if !fin {
+            out[0] &= 0x7F;
+        }
+        out.to_vec()
+    }
+
+    /// Frames the server wrote: opcode and payload.
+    type Sent = Vec<(u8, Vec<u8>)>;
+
+    /// Feed `wire` one byte at a time; the decode result and what went out.
+    fn feed(ws: &mut Ws<Record>, wire: &[u8]) -> (Result<(), String>, Sent) {
+        let mut calls = Calls::new(Budget::new(1 << 20));
+        let (mut input, mut out) = (BytesMut::new(), BytesMut::new());
+        let mut r = Ok(());
+        for b in wire {
+            input.extend_from_slice(&[*b]);
+            if let Err(Close(why, _)) = ws.decode(&mut input, &mut out, &mut calls, 1) {
+                r = Err(why);
+                break;
+            }
+        }
+        let mut sent = Vec::new();
+        while let Ok(Some(h)) = frames::parse_header(&out) {
+            let end = h.header_len + h.len as usize;
+            sent.push((h.opcode, out[h.header_len..end].to_vec()));
+            out.advance(end);
+        }
+        (r, sent)
+    }
+
+    #[test]
+    fn fragments_join_around_a_ping_arriving_a_byte_at_a_time() {
+        let mut w = ws();
+        let mut wire = masked(false, frames::TEXT, b"ab");
+        wire.extend(masked(true, frames::PING, b"p"));
+        wire.extend(masked(true, frames::CONTINUATION, b"cd"));
+        let (r, sent) = feed(&mut w, &wire);
+        assert_eq!(r, Ok(()));
+        assert_eq!(sent, [(frames::PONG, b"p".to_vec())]);
+        assert_eq!(w.msgs.0, [(true, b"abcd".to_vec())]);
+    }
+
+    #[test]
+    fn limits_and_protocol_errors_close_with_their_codes() {
+        let close_code = |wire: Vec<u8>| {
+            let (r, sent) = feed(&mut ws(), &wire);
+            assert!(r.is_err(), "{sent:?}");
+            let (op, body) = sent.last().cloned().unwrap();
+            assert_eq!(op, frames::CLOSE);
+            u16::from_be_bytes([body[0], body[1]])
+        };
+        assert_eq!(
+            close_code(masked(true, frames::TEXT, &[b' '; 11])),
+            frames::TOO_BIG
+        );
+        let mut four = masked(false, frames::TEXT, b"a");
+        for _ in 0..3 {
+            four.extend(masked(false, frames::CONTINUATION, b"b"));
+        }
+        assert_eq!(close_code(four), frames::TOO_BIG, "a fourth fragment");
+        let mut nested = masked(false, frames::TEXT, b"a");
+        nested.extend(masked(true, frames::TEXT, b"b"));
+        assert_eq!(close_code(nested), frames::PROTOCOL_ERROR);
+        assert_eq!(
+            close_code(masked(true, frames::CONTINUATION, b"x")),
+            frames::PROTOCOL_ERROR
+        );
+        assert_eq!(
+            close_code(masked(true, frames::TEXT, b"\xff")),
+            frames::BAD_DATA
+        );
+        assert_eq!(
+            close_code(b"\x81\x01a".to_vec()),
+            frames::PROTOCOL_ERROR,
+            "unmasked"
+        );
+        assert_eq!(close_code(masked(true, frames::CLOSE, &[3, 0xE8])), 1000);
+        assert_eq!(
+            close_code(masked(true, frames::CLOSE, &[3])),
+            frames::PROTOCOL_ERROR
+        );
+        assert_eq!(
+            close_code(masked(true, frames::CLOSE, &[0x03, 0xED])),
+            frames::PROTOCOL_ERROR
+        );
+        assert_eq!(
+            close_code(masked(true, frames::CLOSE, b"\x03\xe8\xff")),
+            frames::BAD_DATA
+        );
+    }
+
+    #[test]
+    fn a_binary_message_reaches_the_subprotocol_as_binary() {
+        let mut w = ws();
+        let (r, _) = feed(&mut w, &masked(true, frames::BINARY, b"\x00\xff"));
+        assert_eq!(r, Ok(()));
+        assert_eq!(w.msgs.0, [(false, vec![0, 0xff])]);
     }
 }
