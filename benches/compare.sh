@@ -5,6 +5,7 @@
 #
 #   peers     Python SimpleXMLRPCServer (threading, HTTP/1.1)  XML-RPC       benches/peers/xmlrpc_server.py
 #             jsonrpsee HTTP server                            JSON-RPC/HTTP benches/peers/jsonrpsee-echo
+#             jsonrpsee WebSocket server (--ws)                JSON-RPC/WS   benches/peers/jsonrpsee-echo
 #             msgpack-rpc-python (tornado)                     msgpack-rpc   benches/peers/msgpackrpc_server.py
 #   ceilings  bare hyper "ok" server (reads the body)          HTTP          benches/peers/ceilings
 #             bare tokio TCP echo (same bytes back)            streams       benches/peers/ceilings
@@ -22,6 +23,8 @@
 # measured again, twice at most.
 #
 # Usage: benches/compare.sh [--runs N] [--duration SECS] [--max-other CORES] [--no-build] [--no-report]
+#                           [--only SCENARIO]   (one workload's rows alone, e.g. jsonrpc-ws-echo;
+#                                                with --no-report, as the report wants them all)
 # Needs: wrk, taskset, /usr/bin/time, python3, .venvs/msgpackrpc (scripts/setup-test-env), cargo.
 set -euo pipefail
 
@@ -32,6 +35,7 @@ dur=5
 build=1
 report=1
 max_other=0.15
+only=
 while (($#)); do
     case $1 in
         --runs) runs=$2; shift ;;
@@ -39,6 +43,7 @@ while (($#)); do
         --no-build) build=0 ;;
         --no-report) report=0 ;;
         --max-other) max_other=$2; shift ;;
+        --only) only=$2; shift ;;
         -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
     esac
@@ -58,6 +63,8 @@ msgpack_py=${RPCMUX_PY_MSGPACKRPC:-$root/.venvs/msgpackrpc/bin/python}
 data=$root/benches/data
 
 log() { printf '[compare %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+# Is scenario $1 measured in this run (--only)?
+wanted() { [[ -z $only || $only == "$1" ]]; }
 die() { log "ERROR: $*"; exit 1; }
 
 command -v wrk >/dev/null || die "wrk not found (apt-get install wrk)"
@@ -124,6 +131,7 @@ ADDR[rpcmux-typed]=${ADDR[rpcmux-all]}
 PID[rpcmux-typed]=${PID[rpcmux-all]}
 start python-xmlrpc python3 "$root/benches/peers/xmlrpc_server.py" "$(free_port)"
 start jsonrpsee "$ceil/jsonrpsee-echo" 127.0.0.1:0
+start jsonrpsee-ws "$ceil/jsonrpsee-echo" --ws 127.0.0.1:0
 start msgpack-rpc-python "$msgpack_py" "$root/benches/peers/msgpackrpc_server.py" "$(free_port)"
 start hyper-ok "$ceil/hyper-ok" 127.0.0.1:0
 start tcp-echo "$ceil/tcp-echo" 127.0.0.1:0
@@ -207,6 +215,7 @@ to_ms() {
 # wrk_load SCENARIO TARGET RUN BODY CTYPE CONNS [close]
 wrk_load() {
     local scen=$1 tgt=$2 run=$3 body=$4 ctype=$5 conns=$6 close=${7:-}
+    wanted "$scen" || return 0
     local url="http://${ADDR[$tgt]}/RPC2" f=$out/logs/$scen.$tgt.$run.wrk
     # One second unmeasured first: connections open, caches and allocators warm.
     "${load_pin[@]}" wrk -t"$wrk_threads" -c"$conns" -d1s -s "$root/benches/wrk_post.lua" "$url" -- "$body" "$ctype" $close >/dev/null 2>&1 || true
@@ -232,6 +241,7 @@ wrk_load() {
 # any fault or error (wrk counts those as successes).
 wrk_check() {
     local scen=$1 tgt=$2 body=$3 ctype=$4 f=$out/logs/$1.$2.check
+    wanted "$scen" || return 0
     taskset -c "$load_cpu" wrk -t1 -c4 -d1s -s "$root/benches/wrk_check.lua" "http://${ADDR[$tgt]}/RPC2" -- "$body" "$ctype" >"$f" 2>&1
     grep -q 'checked replies: ok=[1-9][0-9]* fault_or_error=0$' "$f" || die "$scen $tgt: bad replies: $(grep checked "$f")"
 }
@@ -240,6 +250,7 @@ wrk_check() {
 # (PAYLOAD=musicentry-typed in the environment: the typed echo instead of echo)
 bench_load() {
     local scen=$1 tgt=$2 run=$3 proto=$4 conns=$5 pipe=$6 extra=${7:-}
+    wanted "$scen" || return 0
     local f=$out/logs/$scen.$tgt.$run.csv attempt
     for attempt in 1 2 3; do
         # Warmup included in the CPU figures: the load is the same throughout.
@@ -315,6 +326,9 @@ for run in $(seq "$runs"); do
     bench_load stomp-echo rpcmux-all "$run" stomp 16 8
     bench_load stomp-echo tcp-echo "$run" stomp 16 8 --echo-server
     bench_load stomp-echo-1conn rpcmux-all "$run" stomp 1 1
+    # JSON-RPC over WebSocket, echo(MusicEntry), 16 x 8: jsonrpsee's WebSocket server.
+    bench_load jsonrpc-ws-echo jsonrpsee-ws "$run" jsonrpc-ws 16 8
+    bench_load jsonrpc-ws-echo rpcmux-all "$run" jsonrpc-ws 16 8
     # XML-RPC again, the whole machine: nothing pinned, wrk with a thread per core.
     load_pin=() wrk_threads=$ncpu
     for t in python-xmlrpc-machine rpcmux-machine; do

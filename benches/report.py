@@ -25,6 +25,7 @@ SCENARIOS = {
     "jsonrpc-tcp-echo": ("JSON-RPC over TCP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo": ("JSON-RPC over STOMP", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "stomp-echo-1conn": ("JSON-RPC over STOMP, one connection", "echo(MusicEntry)", "rpcmux bench, 1 connection x 1 in flight"),
+    "jsonrpc-ws-echo": ("JSON-RPC over WebSocket", "echo(MusicEntry)", "rpcmux bench, 16 connections x 8 in flight"),
     "gateway-python": (
         "Gateway: JSON-RPC through rpcmux to Python's XML-RPC server, or XML-RPC straight to it",
         "echo(MusicEntry)",
@@ -58,6 +59,7 @@ TARGETS = {
     "rpcmux-gateway-rust": "rpcmux gateway, upstream jsonrpsee",
     "python-xmlrpc": "Python SimpleXMLRPCServer (threading, HTTP/1.1)",
     "jsonrpsee": "jsonrpsee 0.26 HTTP server",
+    "jsonrpsee-ws": "jsonrpsee 0.26 WebSocket server",
     "msgpack-rpc-python": "msgpack-rpc-python 0.4.1 (tornado)",
     "hyper-ok": "ceiling: bare hyper \"ok\"",
     "tcp-echo": "ceiling: bare tokio TCP echo",
@@ -75,6 +77,7 @@ SUMMARY = [
     ("jsonrpc-tcp-echo", None, "tcp-echo", "rpcmux-jsonrpc-tcp"),
     ("stomp-echo", None, "tcp-echo", None),
     ("stomp-echo-1conn", None, None, None),
+    ("jsonrpc-ws-echo", "jsonrpsee-ws", None, None),
 ]
 
 

@@ -155,6 +155,10 @@ pub struct Config {
     pub limits: Limits,
     /// STOMP destinations (`[stomp]`).
     pub stomp: crate::transport::stomp::StompConfig,
+    /// WebSocket bounds and keep-alive (`[websocket]`).
+    pub websocket: crate::transport::websocket::WsConfig,
+    /// Browsers: allowed origins, the console page (`[web]`).
+    pub web: crate::transport::websocket::WebConfig,
     /// TLS on the same port (`[tls]`).
     pub tls: TlsConfig,
     /// Networks (CIDR) whose connections may start with a PROXY v1/v2 header, i.e. the
@@ -282,6 +286,8 @@ impl Default for Config {
             protocols: Proto::ALL.to_vec(),
             limits: Limits::default(),
             stomp: Default::default(),
+            websocket: Default::default(),
+            web: Default::default(),
             tls: TlsConfig::default(),
             proxy_from: Vec::new(),
             ops: OpsConfig::default(),

@@ -11,9 +11,17 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 /// Every protocol the client and the server both speak.
-const PROTOS: &[&str] = &["xmlrpc", "jsonrpc", "jsonrpc-tcp", "msgpack", "stomp"];
+const PROTOS: &[&str] = &[
+    "xmlrpc",
+    "jsonrpc",
+    "jsonrpc-tcp",
+    "msgpack",
+    "stomp",
+    "jsonrpc-ws",
+    "stomp-ws",
+];
 /// Those that carry params by name.
-const NAMED: &[&str] = &["jsonrpc", "jsonrpc-tcp", "stomp"];
+const NAMED: &[&str] = &["jsonrpc", "jsonrpc-tcp", "stomp", "jsonrpc-ws", "stomp-ws"];
 
 /// HTTP/1.1 carries one call at a time per connection: no pipelining.
 fn is_http(proto: &str) -> bool {

@@ -70,6 +70,11 @@ impl Plan {
         end: Instant,
         timeout: Duration,
     ) -> Result<Plan, String> {
+        let template = if ClientProto::WEBSOCKET.contains(&proto) {
+            crate::client::ws::zero_mask(&template).ok_or("not a WebSocket frame")?
+        } else {
+            template
+        };
         let (needle, id_form, skip) = match proto {
             ClientProto::Msgpack => {
                 let mut n = vec![0xce];
@@ -190,7 +195,10 @@ impl Echoes {
                 max_frame: max,
                 ..Default::default()
             })),
-            ClientProto::Xmlrpc | ClientProto::Jsonrpc => return None,
+            ClientProto::Xmlrpc
+            | ClientProto::Jsonrpc
+            | ClientProto::JsonrpcWs
+            | ClientProto::StompWs => return None,
         })
     }
 

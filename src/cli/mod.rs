@@ -7,6 +7,7 @@ mod log;
 mod ops;
 mod serve;
 mod tls_args;
+mod web_args;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -116,6 +116,8 @@ pub struct ServeArgs {
     events_channel: Option<String>,
     #[command(flatten)]
     ops: OpsArgs,
+    #[command(flatten)]
+    web: super::web_args::WebArgs,
 }
 
 /// Metrics, access log, readiness and draining (docs/operations.md).
@@ -226,6 +228,7 @@ impl ServeArgs {
             max_subscriptions
         );
         self.ops.apply(&mut c.ops);
+        self.web.apply(&mut c);
         Ok((c, explicit_listen))
     }
 }

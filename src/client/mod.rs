@@ -32,6 +32,7 @@ mod msgpack;
 mod stomp;
 pub(crate) mod stream;
 mod tls;
+pub(crate) mod ws;
 mod xmlrpc;
 
 pub use error::ClientError;
@@ -64,10 +65,17 @@ pub enum ClientProto {
     Msgpack,
     /// JSON-RPC 2.0 over STOMP 1.2 (SEND with reply-to, MESSAGE back), pipelined.
     Stomp,
+    /// JSON-RPC 2.0 over WebSocket (one request per text message), pipelined.
+    JsonrpcWs,
+    /// JSON-RPC over STOMP 1.2 over WebSocket (subprotocol `v12.stomp`), pipelined.
+    StompWs,
 }
 
 impl ClientProto {
-    /// Every protocol, for tools and tests that try each.
+    /// The WebSocket protocols (not in [`ClientProto::ALL`], the raw port's own).
+    pub const WEBSOCKET: [ClientProto; 2] = [ClientProto::JsonrpcWs, ClientProto::StompWs];
+
+    /// Every protocol of the raw port, for tools and tests that try each.
     pub const ALL: [ClientProto; 5] = [
         ClientProto::Xmlrpc,
         ClientProto::Jsonrpc,
@@ -84,6 +92,8 @@ impl ClientProto {
             ClientProto::JsonrpcTcp => "jsonrpc-tcp",
             ClientProto::Msgpack => "msgpack",
             ClientProto::Stomp => "stomp",
+            ClientProto::JsonrpcWs => "jsonrpc-ws",
+            ClientProto::StompWs => "stomp-ws",
         }
     }
 
@@ -96,7 +106,11 @@ impl ClientProto {
     pub fn named_params(self) -> bool {
         matches!(
             self,
-            ClientProto::Jsonrpc | ClientProto::JsonrpcTcp | ClientProto::Stomp
+            ClientProto::Jsonrpc
+                | ClientProto::JsonrpcTcp
+                | ClientProto::Stomp
+                | ClientProto::JsonrpcWs
+                | ClientProto::StompWs
         )
     }
 }
@@ -239,6 +253,9 @@ impl Client {
             ClientProto::JsonrpcTcp => jsonrpc_tcp::Lines.encode(id, method, params),
             ClientProto::Msgpack => msgpack::Requests.encode(id, method, params),
             ClientProto::Stomp => stomp::Sends(StompOpts::default()).encode(id, method, params),
+            ClientProto::JsonrpcWs | ClientProto::StompWs => Err(ClientError::Unsupported(
+                "WebSocket requests are masked per connection, not replayed raw".into(),
+            )),
             ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(
                 "HTTP requests are not replayed raw".into(),
             )),
@@ -339,6 +356,8 @@ async fn stream_parts<S: Io>(
         ClientProto::JsonrpcTcp => Ok(jsonrpc_tcp::start(io, opts)),
         ClientProto::Stomp => stomp::start(io, host, opts).await,
         ClientProto::Msgpack => Ok(msgpack::start(io, opts)),
+        ClientProto::JsonrpcWs => ws::start(io, host, opts, ws::Inside::Json).await,
+        ClientProto::StompWs => ws::start(io, host, opts, ws::Inside::Stomp).await,
         ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(format!(
             "{proto} is not a stream protocol"
         ))),

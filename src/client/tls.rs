@@ -61,7 +61,7 @@ fn config(opts: &TlsOpts, proto: ClientProto) -> Result<ClientConfig, ClientErro
                 .map_err(|e| bad(&what, e))?
         }
     };
-    if !proto.pipelines() {
+    if !proto.pipelines() || ClientProto::WEBSOCKET.contains(&proto) {
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
     }
     Ok(config)

@@ -36,13 +36,15 @@ pub(crate) struct StatsCache {
 }
 
 /// The protocols the server's framers name in `CallContext::protocol`.
-const PROTOCOLS: [&str; 6] = [
+const PROTOCOLS: [&str; 8] = [
     "xmlrpc",
     "jsonrpc-http",
     "jsonrpc-tcp",
     "msgpack-rpc",
     "msgpack-rpc-http",
     "stomp",
+    "jsonrpc-ws",
+    "stomp-ws",
 ];
 
 #[derive(Debug)]

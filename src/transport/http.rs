@@ -9,6 +9,8 @@
 use super::http_body::{self, BodyError, BodyLimits};
 use super::http_encoding;
 use super::jsonrpc::Bounds;
+use super::origin::{self, Verdict};
+use super::websocket::{handshake, Subprotocol};
 use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
@@ -126,15 +128,22 @@ async fn serve_until_idle<S: Stream>(
     idle: Duration,
 ) -> Option<(Bytes, S)> {
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Set when a request was answered 101: the socket then leaves hyper for the
+    // WebSocket session (hyper's own upgrade needs `with_upgrades`, which has no
+    // `into_parts` for the idle release below; `poll_without_shutdown` returns after
+    // the 101 instead, with the socket and the bytes read past the request).
+    let upgrade: Arc<std::sync::Mutex<Option<Subprotocol>>> = Default::default();
     let svc_shared = shared.clone();
     let svc_info = info.clone();
     let svc_busy = busy.clone();
+    let svc_upgrade = upgrade.clone();
     let service = hyper::service::service_fn(move |req| {
         let (shared, info, busy) = (svc_shared.clone(), svc_info.clone(), svc_busy.clone());
+        let upgrade = svc_upgrade.clone();
         Box::pin(async move {
             // Counts requests being answered, and every request ever seen (high bits).
             busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
-            let reply = route(req, &shared, &info).await;
+            let reply = route(req, &shared, &info, &upgrade).await;
             busy.fetch_sub(1, Ordering::Relaxed);
             Ok::<_, Infallible>(reply)
         })
@@ -161,6 +170,15 @@ async fn serve_until_idle<S: Stream>(
                     tracing::debug!(peer = %info.peer, error = %e, "http connection ended with an error");
                     return None;
                 }
+                let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
+                if let Some(sub) = sub {
+                    let (rest, io) = take_parts(conn.into_parts());
+                    let io = Rewind::new(rest, io);
+                    let (info, shared) = (info.clone(), shared.clone());
+                    // Boxed: the session's future is not part of every HTTP connection's.
+                    Box::pin(super::websocket::serve(io, info, shared, sub)).await;
+                    return None;
+                }
                 if !releasing || shared.shutdown.is_cancelled() {
                     // The client closed, or asked to (Connection: close), or shutdown.
                     let mut io = conn.into_parts().io.into_inner();
@@ -168,15 +186,7 @@ async fn serve_until_idle<S: Stream>(
                     return None;
                 }
                 tracing::trace!(peer = %info.peer, "idle HTTP connection released its buffers");
-                let parts = conn.into_parts();
-                // Bytes hyper read come before any it had not yet read from the rewind.
-                let (unread, io) = parts.io.into_inner().into_parts();
-                let rest = if unread.is_empty() {
-                    parts.read_buf
-                } else {
-                    [parts.read_buf, unread].concat().into()
-                };
-                return Some((rest, io));
+                return Some(take_parts(conn.into_parts()));
             }
             _ = &mut shutting_down, if !releasing => {
                 std::pin::Pin::new(&mut conn).graceful_shutdown();
@@ -195,9 +205,72 @@ async fn serve_until_idle<S: Stream>(
     }
 }
 
-async fn route(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+/// The socket of a hyper connection that has stopped, and the bytes read from it that
+/// hyper did not use (they come before any it had not yet read from the rewind).
+fn take_parts<S: Stream, F>(
+    parts: hyper::server::conn::http1::Parts<TokioIo<Rewind<S>>, F>,
+) -> (Bytes, S) {
+    let (unread, io) = parts.io.into_inner().into_parts();
+    let rest = if unread.is_empty() {
+        parts.read_buf
+    } else {
+        [parts.read_buf, unread].concat().into()
+    };
+    (rest, io)
+}
+
+/// The origin rule (`transport/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
+async fn route(
+    req: Request<Incoming>,
+    shared: &Shared,
+    info: &ConnInfo,
+    upgrade: &std::sync::Mutex<Option<Subprotocol>>,
+) -> Reply {
+    let verdict = origin::judge(req.headers(), &shared.config.web.allowed_origins);
+    let is_ws = handshake::is_upgrade(&req);
+    if let Verdict::Refused(o) = &verdict {
+        if is_ws || req.method() == Method::POST || req.method() == Method::OPTIONS {
+            tracing::info!(peer = %info.peer, origin = %o, "origin not allowed; answering 403");
+            return text(
+                StatusCode::FORBIDDEN,
+                "origin not allowed (see [web] allowed_origins)\n",
+            );
+        }
+    }
+    if is_ws {
+        let (reply, sub) = handshake::accept(&req);
+        if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
+            *u = Some(sub);
+        }
+        return reply;
+    }
+    let Verdict::Allowed(origin) = verdict else {
+        return route_rpc(req, shared, info).await;
+    };
+    if req.method() == Method::OPTIONS {
+        // A CORS preflight from an allowed origin.
+        let mut r = with_type(
+            StatusCode::NO_CONTENT,
+            Bytes::new(),
+            "text/plain; charset=utf-8",
+        );
+        origin::cors_headers(r.headers_mut(), origin, true);
+        return r;
+    }
+    let mut r = route_rpc(req, shared, info).await;
+    origin::cors_headers(r.headers_mut(), origin, false);
+    r
+}
+
+async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
     match (req.method(), req.uri().path()) {
         (&Method::POST, _) => rpc(req, shared, info).await,
+        (&Method::GET | &Method::HEAD, path @ ("/" | "/console.js" | "/favicon.ico"))
+            if super::console::enabled(&shared.config)
+                && (path != "/" || super::console::wants_html(&req)) =>
+        {
+            super::console::serve(path)
+        }
         (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
             Some(r) => r,
             None => text(StatusCode::NOT_FOUND, INDEX),
@@ -217,7 +290,9 @@ POST /            an RPC body (text/xml, application/json, application/msgpack)
 GET  /health      200 while the process is up (liveness)
 GET  /ready       200 while serving, 503 once shutdown begins (readiness)
 GET  /metrics     Prometheus metrics (unless served on their own address)
+GET  (Upgrade: websocket, any path)  JSON-RPC 2.0, or STOMP 1.2 with v12.stomp
 The same port also speaks JSON-RPC and msgpack-rpc over raw TCP, and STOMP 1.2.
+A browser opening / gets the console page (unless --no-console).
 ";
 
 /// The `GET` endpoints; `None`: not one of them. `openmetrics`: the client's Accept

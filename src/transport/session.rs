@@ -1,4 +1,5 @@
-//! The driver shared by every stream protocol (raw-TCP JSON-RPC, msgpack-rpc, STOMP).
+//! The driver shared by every stream protocol (raw-TCP JSON-RPC, msgpack-rpc, STOMP, and
+//! WebSocket sessions once upgraded).
 //!
 //! One task per connection reads, decodes, runs calls concurrently, and writes
 //! replies as they complete (out of order; ids tell them apart), plus any server
@@ -112,6 +113,16 @@ pub(crate) trait Framer: Send {
     fn tick_every(&self) -> Option<Duration> {
         None
     }
+
+    /// The framer holds input of its own that may yield work without new bytes (a
+    /// WebSocket message that carried several STOMP frames): decode is called again.
+    fn has_pending(&self) -> bool {
+        false
+    }
+
+    /// Reading has stopped (peer gone, shutdown, idle, a limit) and every call has
+    /// answered: the last output, once (a WebSocket close frame).
+    fn finish(&mut self, _out: &mut BytesMut) {}
 }
 
 pub(crate) struct DriveOpts {
@@ -265,6 +276,7 @@ pub(crate) async fn drive<R, W, F>(
     let mut calls: Calls<F::Done> = Calls::new(opts.budget.clone());
     let mut reading = true;
     let mut unflushed = false;
+    let mut finished = false;
     let idle = tokio::time::sleep(opts.idle_timeout);
     tokio::pin!(idle);
     let mut last_input = tokio::time::Instant::now();
@@ -301,7 +313,7 @@ pub(crate) async fn drive<R, W, F>(
         let big_room = opts.budget.has_room();
         let small_room = !big_room && opts.budget.room_for(SMALL, 0);
         let may_decode = big_room || (small_room && input.len() <= SMALL);
-        if reading && room_for_calls && may_decode && !input.is_empty() {
+        if reading && room_for_calls && may_decode && (!input.is_empty() || framer.has_pending()) {
             // One call per decode: each call's bytes are known and checked before the next.
             let room = 1;
             let before = (input.len(), calls.len());
@@ -315,6 +327,10 @@ pub(crate) async fn drive<R, W, F>(
                 // A call started and more input waits: go round again before reading.
                 continue;
             }
+        }
+        if !reading && calls.is_empty() && !finished {
+            finished = true;
+            framer.finish(&mut out);
         }
         if !reading && calls.is_empty() && out.is_empty() && !unflushed {
             break;

@@ -23,7 +23,7 @@ struct Unsubscribe {
 
 pub(super) fn register(t: &mut VerbTable) {
     t.verb("subscribe")
-        .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP).")
+        .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP, WebSocket).")
         .typed(|p: Subscribe, ctx: CallContext| async move {
             let session = ctx.session.clone().ok_or_else(|| {
                 RpcError::new(

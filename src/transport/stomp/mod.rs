@@ -21,6 +21,8 @@ mod heartbeat;
 mod subscriptions;
 
 pub use config::StompConfig;
+/// The session, for STOMP over WebSocket (`transport/websocket/stomp.rs`).
+pub(crate) use framer::Stomp;
 
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};

@@ -1,21 +1,43 @@
-//! jsonrpsee's HTTP server with the two methods the benchmark calls:
-//! `echo(value)` returns value, `ping()` returns true.
-//! Usage: jsonrpsee-echo ADDR (port 0 picks one); prints `listening on IP:PORT`.
+//! jsonrpsee on the other side of rpcmux, for benches/compare.sh and the tests.
+//!
+//! - `jsonrpsee-echo ADDR`: jsonrpsee's HTTP server with the two methods the benchmark
+//!   calls: `echo(value)` returns value, `ping()` returns true.
+//! - `jsonrpsee-echo --ws ADDR`: the same server serving WebSocket too, on the same port
+//!   (jsonrpsee's default; the WebSocket row of compare.sh).
+//! - `jsonrpsee-echo --client URL`: jsonrpsee's own WebSocket client against rpcmux's
+//!   demo verbs (tests/websocket.rs): calls, a batch, and a `VM.create` event received
+//!   as a notification. Prints `ok ...` lines; exits non-zero on any mismatch.
+//!
+//! Port 0 picks one; the servers print `listening on IP:PORT`.
 
+use jsonrpsee::core::client::{ClientT, SubscriptionClientT};
+use jsonrpsee::core::params::{ArrayParams, BatchRequestBuilder, ObjectParams};
 use jsonrpsee::server::{RpcModule, Server, ServerConfig};
 use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::ws_client::WsClientBuilder;
+use serde_json::{json, Value};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
 
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:0".into());
-    // HTTP only, and room for the benchmark's connections (the default cap is 100).
-    let config = ServerConfig::builder()
-        .http_only()
-        .max_connections(10_000)
-        .build();
-    let server = Server::builder().set_config(config).build(addr).await?;
+async fn main() -> Result<(), Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("--client") => client(args.get(1).ok_or("--client URL")?).await,
+        Some("--ws") => serve(args.get(1).cloned(), true).await,
+        _ => serve(args.first().cloned(), false).await,
+    }
+}
+
+async fn serve(addr: Option<String>, ws: bool) -> Result<(), Error> {
+    let addr = addr.unwrap_or_else(|| "127.0.0.1:0".into());
+    // Room for the benchmark's connections (the default cap is 100).
+    let config = ServerConfig::builder().max_connections(10_000);
+    let config = if ws { config } else { config.http_only() };
+    let server = Server::builder()
+        .set_config(config.build())
+        .build(addr)
+        .await?;
     let mut module = RpcModule::new(());
     module.register_method("echo", |params, _, _| {
         params
@@ -26,5 +48,56 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("listening on {}", server.local_addr()?);
     let handle = server.start(module);
     handle.stopped().await;
+    Ok(())
+}
+
+fn params(values: &[Value]) -> Result<ArrayParams, Error> {
+    let mut p = ArrayParams::new();
+    for v in values {
+        p.insert(v)?;
+    }
+    Ok(p)
+}
+
+fn check(what: &str, got: &Value, want: &Value) -> Result<(), Error> {
+    if got != want {
+        return Err(format!("{what}: got {got}, want {want}").into());
+    }
+    println!("ok {what}");
+    Ok(())
+}
+
+async fn client(url: &str) -> Result<(), Error> {
+    let c = WsClientBuilder::default().build(url).await?;
+    let pong: Value = c.request("ping", params(&[])?).await?;
+    check("ping", &pong, &json!(true))?;
+    let entry = json!({"title": "Sunrise", "artist": "Ana", "year": 1999,
+                       "rating": 4.75, "tags": ["a", "é"], "big": 9007199254740993u64});
+    let echoed: Value = c.request("echo", params(&[entry.clone()])?).await?;
+    check("echo", &echoed, &entry)?;
+
+    let mut batch = BatchRequestBuilder::new();
+    batch.insert("ping", params(&[])?)?;
+    batch.insert("echo", params(&[json!(42)])?)?;
+    let replies = c.batch_request::<Value>(batch).await?;
+    let got: Vec<Value> = replies.into_ok().map_err(|_| "a batch member failed")?.collect();
+    check("batch", &json!(got), &json!([true, 42]))?;
+
+    // rpcmux's events are notifications named after the event: jsonrpsee receives
+    // them through a method subscription.
+    let mut events = c
+        .subscribe_to_method::<Value>("|virt|VM_status|jsonrpsee-vm")
+        .await?;
+    let _: Value = c.request("subscribe", params(&[json!("|virt|")])?).await?;
+    let mut create = ObjectParams::new();
+    create.insert("vmID", "jsonrpsee-vm")?;
+    create.insert("name", "n")?;
+    create.insert("memSize", 64)?;
+    let vm: Value = c.request("VM.create", create).await?;
+    check("VM.create", &vm["vmId"], &json!("jsonrpsee-vm"))?;
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), events.next())
+        .await?
+        .ok_or("event subscription ended")??;
+    check("event", &event["jsonrpsee-vm"]["status"], &json!("Up"))?;
     Ok(())
 }

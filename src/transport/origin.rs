@@ -1,0 +1,104 @@
+//! Which browser pages may use the server: the `Origin` rule for WebSocket upgrades and
+//! for POSTs, and the CORS headers for allowed foreign origins.
+//!
+//! A request without `Origin` comes from a program (curl, every RPC client library) and
+//! is allowed; one whose origin is the server's own (`Origin` names the `Host`) too.
+//! Any other origin is allowed only if `[web] allowed_origins` lists it (or `*`).
+//! Refused origins get 403 on the upgrade and on POST alike: a cross-origin POST of a
+//! form-encoded body needs no preflight, so the browser would send it and the call
+//! would run (CSRF) even though the page could not read the reply.
+
+use hyper::header::{HeaderMap, HeaderValue, HOST, ORIGIN};
+
+/// The verdict on a request's origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// No `Origin`, or the server's own: no CORS headers needed.
+    Own,
+    /// A foreign origin that is allowed: echo it in `Access-Control-Allow-Origin`.
+    Allowed(HeaderValue),
+    /// A foreign origin that is not.
+    Refused(String),
+}
+
+pub(crate) fn judge(headers: &HeaderMap, allowed: &[String]) -> Verdict {
+    let Some(origin) = headers.get(ORIGIN) else {
+        return Verdict::Own;
+    };
+    let text = origin.to_str().unwrap_or("").trim_end_matches('/');
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    let authority = text.split_once("://").map(|(_, a)| a).unwrap_or("");
+    if !host.is_empty() && authority.eq_ignore_ascii_case(host) {
+        return Verdict::Own;
+    }
+    let listed = allowed
+        .iter()
+        .any(|a| a == "*" || a.trim_end_matches('/').eq_ignore_ascii_case(text));
+    if listed {
+        Verdict::Allowed(origin.clone())
+    } else {
+        Verdict::Refused(text.to_owned())
+    }
+}
+
+/// CORS headers for an allowed foreign origin's reply (and its preflight).
+pub(crate) fn cors_headers(h: &mut HeaderMap, origin: HeaderValue, preflight: bool) {
+    h.insert("access-control-allow-origin", origin);
+    h.insert("vary", HeaderValue::from_static("origin"));
+    if preflight {
+        h.insert(
+            "access-control-allow-methods",
+            HeaderValue::from_static("POST, GET, OPTIONS"),
+        );
+        h.insert(
+            "access-control-allow-headers",
+            HeaderValue::from_static("content-type, x-request-id"),
+        );
+        h.insert("access-control-max-age", HeaderValue::from_static("600"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(origin: Option<&str>, host: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(HOST, HeaderValue::from_str(host).unwrap());
+        if let Some(o) = origin {
+            h.insert(ORIGIN, HeaderValue::from_str(o).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn programs_and_same_origin_pass_others_only_if_listed() {
+        let none: Vec<String> = vec![];
+        assert_eq!(judge(&headers(None, "a:1"), &none), Verdict::Own);
+        assert_eq!(
+            judge(&headers(Some("http://a:1"), "a:1"), &none),
+            Verdict::Own
+        );
+        assert!(matches!(
+            judge(&headers(Some("http://evil"), "a:1"), &none),
+            Verdict::Refused(_)
+        ));
+        assert!(matches!(
+            judge(&headers(Some("null"), "a:1"), &none),
+            Verdict::Refused(_)
+        ));
+        let listed = vec!["https://app.example".to_string()];
+        assert!(matches!(
+            judge(&headers(Some("https://app.example"), "a:1"), &listed),
+            Verdict::Allowed(_)
+        ));
+        let any = vec!["*".to_string()];
+        assert!(matches!(
+            judge(&headers(Some("null"), "a:1"), &any),
+            Verdict::Allowed(_)
+        ));
+    }
+}

@@ -1,0 +1,199 @@
+//! The opening handshake (RFC 6455 section 4.2): a `GET` with `Upgrade: websocket` on
+//! any path is answered `101 Switching Protocols` by hyper, with the accept key and the
+//! chosen subprotocol; anything malformed gets 400 (426 for another version).
+
+use base64::Engine;
+use http_body_util::Full;
+use hyper::header::{HeaderMap, HeaderValue, CONNECTION, UPGRADE};
+use hyper::{Method, Request, Response, StatusCode, Version};
+use sha1::{Digest, Sha1};
+
+/// What runs in the messages of an accepted session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subprotocol {
+    /// None asked, or `jsonrpc`: JSON-RPC 2.0.
+    Json,
+    /// `v12.stomp` or `v11.stomp` (stompjs's names): STOMP frames in messages.
+    Stomp,
+}
+
+/// Subprotocols we speak, by the name a client offers, in our order of preference
+/// among those offered (the client's order decides first).
+const KNOWN: [(&str, Subprotocol); 3] = [
+    ("jsonrpc", Subprotocol::Json),
+    ("v12.stomp", Subprotocol::Stomp),
+    ("v11.stomp", Subprotocol::Stomp),
+];
+
+/// The GUID every accept key is derived with.
+const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+
+/// Does this request ask for a WebSocket (`Upgrade: websocket`)?
+pub fn is_upgrade<B>(req: &Request<B>) -> bool {
+    header_has(req.headers(), UPGRADE, "websocket")
+}
+
+/// `Sec-WebSocket-Accept` for a client's `Sec-WebSocket-Key`. Two lines over sha1 and
+/// base64 rather than tungstenite's copy of them, which would bring its http types along.
+pub fn accept_key(key: &[u8]) -> String {
+    let mut h = Sha1::new();
+    h.update(key);
+    h.update(GUID.as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(h.finalize())
+}
+
+/// A reply to an upgrade request.
+pub type Reply = Response<Full<bytes::Bytes>>;
+
+/// The reply to an upgrade request: the 101 and the subprotocol chosen, or a refusal
+/// (400, 426) and `None`.
+pub fn accept<B>(req: &Request<B>) -> (Reply, Option<Subprotocol>) {
+    match check(req) {
+        Ok((reply, sub)) => (reply, Some(sub)),
+        Err((status, why)) => {
+            let mut r = refuse(status, why);
+            if status == StatusCode::UPGRADE_REQUIRED {
+                r.headers_mut()
+                    .insert("sec-websocket-version", HeaderValue::from_static("13"));
+            }
+            (r, None)
+        }
+    }
+}
+
+/// The 101 and the subprotocol, or the status and reason of a refusal.
+fn check<B>(req: &Request<B>) -> Result<(Reply, Subprotocol), (StatusCode, &'static str)> {
+    let h = req.headers();
+    if req.method() != Method::GET || req.version() != Version::HTTP_11 {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "a WebSocket opens with GET over HTTP/1.1\n",
+        ));
+    }
+    if !header_has(h, CONNECTION, "upgrade") {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "Upgrade without Connection: upgrade\n",
+        ));
+    }
+    if h.get("sec-websocket-version").map(|v| v.as_bytes()) != Some(b"13") {
+        return Err((
+            StatusCode::UPGRADE_REQUIRED,
+            "only WebSocket version 13 is spoken\n",
+        ));
+    }
+    let key = h
+        .get("sec-websocket-key")
+        .map(|v| v.as_bytes())
+        .unwrap_or(b"");
+    let decoded = base64::engine::general_purpose::STANDARD.decode(key.trim_ascii());
+    if decoded.map(|k| k.len()) != Ok(16) {
+        return Err((StatusCode::BAD_REQUEST, "bad Sec-WebSocket-Key\n"));
+    }
+    let offered = h
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim);
+    let mut chosen = None;
+    for name in offered {
+        if let Some(k) = KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
+            chosen = Some(*k);
+            break;
+        }
+    }
+    let mut r = Response::new(Full::default());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let rh = r.headers_mut();
+    rh.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    rh.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    let accept = HeaderValue::from_str(&accept_key(key.trim_ascii())).expect("base64 is a header");
+    rh.insert("sec-websocket-accept", accept);
+    // Offering only names we do not speak gets no protocol header: JSON-RPC, and the
+    // client decides whether that will do (RFC 6455 section 4.1).
+    let sub = match chosen {
+        Some((name, sub)) => {
+            rh.insert("sec-websocket-protocol", HeaderValue::from_static(name));
+            sub
+        }
+        None => Subprotocol::Json,
+    };
+    Ok((r, sub))
+}
+
+/// Does a comma-separated header hold `token` (case-insensitive)?
+fn header_has(h: &HeaderMap, name: hyper::header::HeaderName, token: &str) -> bool {
+    h.get_all(name)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|t| t.trim().eq_ignore_ascii_case(token))
+}
+
+fn refuse(status: StatusCode, why: &'static str) -> Reply {
+    let mut r = Response::new(Full::new(bytes::Bytes::from_static(why.as_bytes())));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upgrade(extra: &[(&str, &str)]) -> Request<()> {
+        let mut b = Request::get("/any/path")
+            .header("upgrade", "websocket")
+            .header("connection", "keep-alive, Upgrade")
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==");
+        for (k, v) in extra {
+            b = b.header(*k, *v);
+        }
+        b.body(()).unwrap()
+    }
+
+    #[test]
+    fn rfc_6455_sample_key() {
+        assert_eq!(
+            accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
+        );
+    }
+
+    #[test]
+    fn picks_the_first_known_subprotocol() {
+        let (r, sub) = check(&upgrade(&[(
+            "sec-websocket-protocol",
+            "mqtt, v12.stomp, jsonrpc",
+        )]))
+        .unwrap();
+        assert_eq!(sub, Subprotocol::Stomp);
+        assert_eq!(r.headers()["sec-websocket-protocol"], "v12.stomp");
+        let (r, sub) = check(&upgrade(&[])).unwrap();
+        assert_eq!(
+            (sub, r.headers().get("sec-websocket-protocol")),
+            (Subprotocol::Json, None)
+        );
+        assert_eq!(r.status(), StatusCode::SWITCHING_PROTOCOLS);
+    }
+
+    #[test]
+    fn refuses_other_versions_and_bad_keys() {
+        let mut req = upgrade(&[]);
+        req.headers_mut()
+            .insert("sec-websocket-version", HeaderValue::from_static("8"));
+        let (r, sub) = accept(&req);
+        assert_eq!((r.status(), sub), (StatusCode::UPGRADE_REQUIRED, None));
+        assert_eq!(r.headers()["sec-websocket-version"], "13");
+        let mut req = upgrade(&[]);
+        req.headers_mut()
+            .insert("sec-websocket-key", HeaderValue::from_static("short"));
+        let (r, sub) = accept(&req);
+        assert_eq!((r.status(), sub), (StatusCode::BAD_REQUEST, None));
+    }
+}
