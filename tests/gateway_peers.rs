@@ -7,12 +7,11 @@
 mod common;
 mod gateway_support;
 
-use common::Server;
+use common::{jsonrpsee_echo, Server};
 use gateway_support::{client, free_port, gateway_with_config, PyUpstream};
 use rpcmux::client::ClientProto;
 use rpcmux::{vstruct, Map, Params, RpcError, Value};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 fn pos(v: Vec<Value>) -> Params {
@@ -117,35 +116,6 @@ async fn jsonrpclib_server_over_http_1_0() {
     let c = client(ClientProto::Stomp, srv.addr).await;
     let r = c.call("js.add", Params::Named(named)).await.unwrap();
     assert_eq!(r, Ok(Value::Int(42)));
-}
-
-/// benches/peers/jsonrpsee-echo: `$RPCMUX_JSONRPSEE_ECHO`, else built (release, once;
-/// then cargo finds it fresh) into `$PEERS_TARGET_DIR` or `target/peers`, where
-/// benches/compare.sh builds it too.
-fn jsonrpsee_echo() -> PathBuf {
-    if let Some(p) = std::env::var_os("RPCMUX_JSONRPSEE_ECHO") {
-        return p.into();
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("PEERS_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .parent()
-                .unwrap()
-                .join("peers")
-        });
-    let status = Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["build", "--release", "-q", "--manifest-path"])
-        .arg(root.join("benches/peers/jsonrpsee-echo/Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("run cargo");
-    assert!(
-        status.success(),
-        "building benches/peers/jsonrpsee-echo failed"
-    );
-    target.join("release/jsonrpsee-echo")
 }
 
 /// A running jsonrpsee-echo, killed on drop.

@@ -29,35 +29,6 @@ fn python_websockets_over_tls() {
     assert!(out.contains("ok websocket"), "{out}");
 }
 
-/// benches/peers/jsonrpsee-echo (its `--client` mode is jsonrpsee's WebSocket client):
-/// `$RPCMUX_JSONRPSEE_ECHO` (scripts/test builds it), else built here once into
-/// `$PEERS_TARGET_DIR` or `target/peers`.
-fn jsonrpsee_echo() -> std::path::PathBuf {
-    if let Some(p) = std::env::var_os("RPCMUX_JSONRPSEE_ECHO") {
-        return p.into();
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = std::env::var_os("PEERS_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-                .parent()
-                .unwrap()
-                .join("peers")
-        });
-    let status = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
-        .args(["build", "--release", "-q", "--manifest-path"])
-        .arg(root.join("benches/peers/jsonrpsee-echo/Cargo.toml"))
-        .env("CARGO_TARGET_DIR", &target)
-        .status()
-        .expect("run cargo");
-    assert!(
-        status.success(),
-        "building benches/peers/jsonrpsee-echo failed"
-    );
-    target.join("release/jsonrpsee-echo")
-}
-
 #[test]
 fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_the_event() {
     let srv = Server::start(&[]);
@@ -264,26 +235,13 @@ impl Unmasked for std::net::TcpStream {
 /// `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`) and the packages
 /// scripts/setup-test-env installs there (npm ci); panics with its output on failure.
 fn run_node(script: &str, args: &[&str]) -> String {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/node");
+    let dir = repo().join("tests/node");
     assert!(
         dir.join("node_modules/@stomp/stompjs").exists(),
         "tests/node/node_modules missing: run scripts/setup-test-env"
     );
     let node = std::env::var("RPCMUX_NODE").unwrap_or_else(|_| "node".into());
-    let out = std::process::Command::new(node)
-        .arg(dir.join(script))
-        .args(args)
-        .current_dir(&dir)
-        .output()
-        .expect("run node");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{script} failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    run_script(node.as_ref(), &dir, script, args)
 }
 
 #[test]

@@ -188,7 +188,7 @@ pub fn json(body: &[u8]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("bad JSON {e}: {:?}", String::from_utf8_lossy(body)))
 }
 
-fn repo() -> PathBuf {
+pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -211,11 +211,23 @@ pub fn run_py(script: &str, args: &[&str]) -> String {
 }
 
 pub fn run_py_with(py: &PathBuf, script: &str, args: &[&str]) -> String {
-    let out: Output = Command::new(py)
-        .arg(repo().join("tests/python").join(script))
+    run_script(py.as_ref(), &repo().join("tests/python"), script, args)
+}
+
+/// `program dir/script args...` (a Python or Node client), run in `dir`; its stdout, or
+/// a panic with its output if it failed.
+pub fn run_script(
+    program: &std::ffi::OsStr,
+    dir: &std::path::Path,
+    script: &str,
+    args: &[&str],
+) -> String {
+    let out: Output = Command::new(program)
+        .arg(dir.join(script))
         .args(args)
+        .current_dir(dir)
         .output()
-        .expect("run python");
+        .unwrap_or_else(|e| panic!("run {}: {e}", program.to_string_lossy()));
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -224,6 +236,35 @@ pub fn run_py_with(py: &PathBuf, script: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     stdout
+}
+
+/// benches/peers/jsonrpsee-echo (its `--client` mode is jsonrpsee's WebSocket client):
+/// `$RPCMUX_JSONRPSEE_ECHO` (scripts/test builds it), else built here once into
+/// `$PEERS_TARGET_DIR` or `target/peers`.
+pub fn jsonrpsee_echo() -> std::path::PathBuf {
+    if let Some(p) = std::env::var_os("RPCMUX_JSONRPSEE_ECHO") {
+        return p.into();
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = std::env::var_os("PEERS_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+                .parent()
+                .unwrap()
+                .join("peers")
+        });
+    let status = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"))
+        .args(["build", "--release", "-q", "--manifest-path"])
+        .arg(root.join("benches/peers/jsonrpsee-echo/Cargo.toml"))
+        .env("CARGO_TARGET_DIR", &target)
+        .status()
+        .expect("run cargo");
+    assert!(
+        status.success(),
+        "building benches/peers/jsonrpsee-echo failed"
+    );
+    target.join("release/jsonrpsee-echo")
 }
 
 /// The address-space cap (RLIMIT_AS) the hostile tests run the server under, so a
