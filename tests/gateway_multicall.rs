@@ -106,6 +106,20 @@ fn msgpack_pipeline(addr: SocketAddr) -> HashMap<u32, (Value, Value)> {
     replies
 }
 
+/// Send the pipeline of [`msgpack_pipeline`] to `srv`, check its replies, and return how
+/// many requests the upstream saw for it.
+async fn pipeline_counted(srv: &Server) -> i64 {
+    let addr = srv.addr;
+    let (r, n) = counted(srv, async {
+        spawn_blocking(move || msgpack_pipeline(addr))
+            .await
+            .unwrap()
+    })
+    .await;
+    check_pipeline(&r);
+    n
+}
+
 fn check_pipeline(r: &HashMap<u32, (Value, Value)>) {
     assert_eq!(r.len(), 5, "{r:?}");
     let ok = |id: u32| {
@@ -132,13 +146,7 @@ async fn a_msgpack_pipeline_goes_as_one_multicall() {
     let py = PyUpstream::start(0, "a");
     let srv = gateway(&py, true);
     let addr = srv.addr;
-    let (r, n) = counted(&srv, async {
-        spawn_blocking(move || msgpack_pipeline(addr))
-            .await
-            .unwrap()
-    })
-    .await;
-    check_pipeline(&r);
+    let n = pipeline_counted(&srv).await;
     assert_eq!(n, 1, "five pipelined calls, one upstream request");
     // A single call is still sent as itself, not as a multicall of one.
     let c = client(ClientProto::Msgpack, addr).await;
@@ -201,12 +209,6 @@ async fn with_multicall_off_each_member_is_a_request() {
     let ((_, _, body), n) = counted(&srv, async { http().await.unwrap() }).await;
     check_batch(&json(&body));
     assert_eq!(n, 4, "one upstream request per member for py");
-    let (r, n) = counted(&srv, async {
-        spawn_blocking(move || msgpack_pipeline(addr))
-            .await
-            .unwrap()
-    })
-    .await;
-    check_pipeline(&r);
+    let n = pipeline_counted(&srv).await;
     assert_eq!(n, 5, "one upstream request per pipelined call");
 }
