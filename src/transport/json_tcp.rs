@@ -7,7 +7,6 @@
 use super::jsonrpc::{self, Bounds};
 use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
-use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::ConnInfo;
 use crate::server::Shared;
@@ -39,41 +38,23 @@ impl Framer for JsonTcp {
         while room > 0 {
             match self.splitter.next(input) {
                 Split::Value { start, end } => {
-                    let mut frame = input.split_to(end);
+                    let frame = input.split_to(end);
                     // The newline after a value is not left behind: a connection whose
                     // input holds only it would look busy and keep its read buffer.
                     let blank = input.iter().take_while(|b| b.is_ascii_whitespace()).count();
                     input.advance(blank);
                     let size = frame.len();
-                    let (verbs, ctx, bounds) = (self.verbs.clone(), self.ctx.clone(), self.bounds);
-                    if size >= heavy::OFFLOAD_AT {
-                        // Parsed inside the call, off the async workers (see `heavy`).
-                        let text = frame.split_off(start).freeze();
-                        calls.start(size, async move {
-                            let mut body = Vec::new();
-                            match jsonrpc::parse(text, bounds, &verbs).await {
-                                Ok(incoming) => {
-                                    jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
-                                        .await
-                                        .then_some(body)
-                                }
-                                Err(e) => Some(jsonrpc::error_body(&e)),
-                            }
-                        });
-                        room -= 1;
-                        continue;
-                    }
-                    match jsonrpc::parse_now(&frame[start..], bounds, &verbs) {
-                        Ok(incoming) => {
-                            calls.start(size, async move {
-                                let mut body = Vec::with_capacity(256);
-                                jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
-                                    .await
-                                    .then_some(body)
-                            });
-                            room -= 1;
-                        }
-                        Err(e) => line(out, &jsonrpc::error_body(&e)),
+                    match jsonrpc::start_message(
+                        frame,
+                        start,
+                        size,
+                        &self.verbs,
+                        &self.ctx,
+                        self.bounds,
+                        calls,
+                    ) {
+                        Ok(()) => room -= 1,
+                        Err(body) => line(out, &body),
                     }
                 }
                 Split::Garbage { skip } if skip > 0 => {

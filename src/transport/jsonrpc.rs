@@ -226,6 +226,45 @@ fn too_large(out: &mut Vec<u8>, id: &Id, max: usize) {
     write_error(out, id, &e);
 }
 
+/// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
+/// text of `frame` from `start` on, `frame` holding `size` bytes of input) as a call
+/// whose result is its encoded reply (`None` for notifications only). A large message
+/// is parsed inside the call, off the async workers (see `heavy`); a small one now, so
+/// that a message that does not parse starts no call: its error body is returned, to be
+/// written at once. Shared by raw-TCP JSON-RPC and JSON-RPC over WebSocket.
+pub(crate) fn start_message(
+    mut frame: bytes::BytesMut,
+    start: usize,
+    size: usize,
+    verbs: &Arc<VerbTable>,
+    ctx: &CallContext,
+    bounds: Bounds,
+    calls: &mut crate::transport::session::Calls<Option<Vec<u8>>>,
+) -> Result<(), Vec<u8>> {
+    let (verbs, ctx) = (verbs.clone(), ctx.clone());
+    if size >= heavy::OFFLOAD_AT {
+        let text = frame.split_off(start).freeze();
+        calls.start(size, async move {
+            let mut body = Vec::new();
+            match parse(text, bounds, &verbs).await {
+                Ok(incoming) => answer(verbs, ctx, incoming, bounds, size, &mut body)
+                    .await
+                    .then_some(body),
+                Err(e) => Some(error_body(&e)),
+            }
+        });
+        return Ok(());
+    }
+    let incoming = parse_now(&frame[start..], bounds, &verbs).map_err(|e| error_body(&e))?;
+    calls.start(size, async move {
+        let mut body = Vec::with_capacity(256);
+        answer(verbs, ctx, incoming, bounds, size, &mut body)
+            .await
+            .then_some(body)
+    });
+    Ok(())
+}
+
 /// A reply body for an error that answers the whole message (parse error, too large).
 pub(crate) fn error_body(err: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);

@@ -6,7 +6,6 @@
 use super::conn::Messages;
 use super::frames;
 use crate::events::Event;
-use crate::heavy;
 use crate::transport::jsonrpc::{self, Bounds};
 use crate::transport::session::{Calls, Close};
 use crate::verbs::{CallContext, VerbTable};
@@ -39,33 +38,10 @@ impl Messages for JsonWs {
             return Ok(false);
         }
         let size = payload.len();
-        let (verbs, ctx, bounds) = (self.verbs.clone(), self.ctx.clone(), self.bounds);
-        if size >= heavy::OFFLOAD_AT {
-            // Parsed inside the call, off the async workers (see `heavy`).
-            let text = payload.freeze();
-            calls.start(size, async move {
-                let mut body = Vec::new();
-                match jsonrpc::parse(text, bounds, &verbs).await {
-                    Ok(incoming) => jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
-                        .await
-                        .then_some(body),
-                    Err(e) => Some(jsonrpc::error_body(&e)),
-                }
-            });
-            return Ok(true);
-        }
-        match jsonrpc::parse_now(&payload, bounds, &verbs) {
-            Ok(incoming) => {
-                calls.start(size, async move {
-                    let mut body = Vec::with_capacity(256);
-                    jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body)
-                        .await
-                        .then_some(body)
-                });
-                Ok(true)
-            }
-            Err(e) => {
-                frames::put_frame(out, frames::TEXT, &jsonrpc::error_body(&e));
+        match jsonrpc::start_message(payload, 0, size, &self.verbs, &self.ctx, self.bounds, calls) {
+            Ok(()) => Ok(true),
+            Err(body) => {
+                frames::put_frame(out, frames::TEXT, &body);
                 Ok(false)
             }
         }
