@@ -27,6 +27,8 @@
 #                                                with --no-report, as the report wants them all)
 # Needs: wrk, taskset, /usr/bin/time, python3, .venvs/msgpackrpc (scripts/setup-test-env), cargo.
 set -euo pipefail
+# shellcheck source=benches/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${OUT:-$root/bench-out}
@@ -202,15 +204,6 @@ timed() {
 
 # disturbed: was the last run shared with something else?
 disturbed() { awk -v o="$OTHER_CPU" -v max="$max_other" 'BEGIN { exit !(o > max) }'; }
-
-# wrk's latency figures in ms ("1.23ms", "850.00us", "1.02s").
-to_ms() {
-    awk -v v="$1" 'BEGIN {
-        if (v ~ /us$/) { sub(/us$/, "", v); print v / 1000 }
-        else if (v ~ /ms$/) { sub(/ms$/, "", v); print v + 0 }
-        else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1000 }
-        else print v }'
-}
 
 # wrk_load SCENARIO TARGET RUN BODY CTYPE CONNS [close]
 wrk_load() {

@@ -18,6 +18,8 @@
 #   LOAD_CPU (0; wrk), GATEWAY_CPU (LOAD_CPU; "none": rpcmux not pinned, as compare.sh
 #   runs it, free to land on the upstream's core), RPCMUX (the rpcmux binary).
 set -euo pipefail
+# shellcheck source=benches/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${RPCMUX:-${CARGO_TARGET_DIR:-$root/target}/release/rpcmux}
 rounds=${ROUNDS:-4} dur=${DUR:-5} conns=${CONNS:-64} base=${BASE_PORT:-24100}
@@ -69,15 +71,6 @@ TOML
     targets+=("gw$n")
 done
 
-# wrk's latency figures in ms ("1.23ms", "850.00us", "1.02s").
-to_ms() {
-    awk -v v="$1" 'BEGIN {
-        if (v ~ /us$/) { sub(/us$/, "", v); print v / 1000 }
-        else if (v ~ /ms$/) { sub(/ms$/, "", v); print v + 0 }
-        else if (v ~ /s$/) { sub(/s$/, "", v); print v * 1000 }
-        else print v }'
-}
-
 # run TARGET ROUND: one wrk run (1 s unmeasured first); appends "target rps p50 p99".
 run() {
     local t=$1 body=$root/benches/data/xmlrpc_echo_req.xml ctype=text/xml f=$tmp/$1.$2.wrk
@@ -101,7 +94,6 @@ for r in $(seq "$rounds"); do
     for t in "${targets[@]}"; do run "$t" "$r"; done
 done
 
-median() { sort -n | awk '{a[NR] = $1} END {print (a[int((NR + 1) / 2)] + a[int(NR / 2) + 1]) / 2}'; }
 col() { awk -v t="$1" -v c="$2" '$1 == t {print $c}' "$tmp/results" | median; }
 d_rps=$(col direct 2) d_p50=$(col direct 3)
 echo

@@ -9,6 +9,8 @@
 #
 # Usage: benches/metrics_ab.sh   (after `cargo build --release`)
 set -euo pipefail
+# shellcheck source=benches/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 B=${CARGO_TARGET_DIR:-$root/target}/release/rpcmux
 hz=$(getconf CLK_TCK)
@@ -36,7 +38,6 @@ one() {
     s1=$(awk '{print $14 + $15}' "/proc/$1/stat")
     awk -v r="$r" -v t=$((s1 - s0)) -v hz="$hz" 'BEGIN { printf "%d\n", r / (t / hz / 3) }'
 }
-median() { sort -n | awk '{a[NR] = $1} END {print (a[int((NR + 1) / 2)] + a[int(NR / 2) + 1]) / 2}'; }
 
 for kind in msgpack xml; do
     on=() off=()
