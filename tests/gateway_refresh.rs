@@ -10,7 +10,6 @@ use common::{exchange, parse_http, Server};
 use gateway_support::{client, free_port, gateway_with_config, PyUpstream};
 use rpcmux::client::ClientProto;
 use rpcmux::{Params, RpcError, Value};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 async fn call(
@@ -34,27 +33,6 @@ async fn listed(srv: &Server) -> Vec<String> {
     names
         .filter_map(|v| v.as_str().map(str::to_owned))
         .collect()
-}
-
-fn sighup(srv: &Server) {
-    let ok = Command::new("kill")
-        .args(["-HUP", &srv.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-/// Wait until `needle` is in the log `n` times.
-fn wait_count(srv: &Server, needle: &str, n: usize) {
-    let end = Instant::now() + Duration::from_secs(15);
-    while srv.log().matches(needle).count() < n {
-        assert!(
-            Instant::now() < end,
-            "no {needle:?} #{n} in the log:\n{}",
-            srv.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The value of the sample `name{labels}` in `GET /metrics` (classic text), if there.
@@ -100,8 +78,8 @@ async fn sighup_learns_added_and_removed_verbs_and_a_failed_refresh_keeps_them()
         })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
-    sighup(&srv);
-    wait_count(&srv, "upstream verbs refreshed", 1);
+    srv.sighup();
+    srv.wait_count("upstream verbs refreshed", 1, Duration::from_secs(15));
     for proto in ClientProto::ALL {
         let r = call(&srv, proto, "py.fresh", vec![]).await;
         assert_eq!(r, Ok(Value::from("fresh")), "{proto}");
@@ -131,8 +109,8 @@ async fn sighup_learns_added_and_removed_verbs_and_a_failed_refresh_keeps_them()
     // The upstream goes away: the refresh fails, the verbs learned are kept and the
     // failure is counted.
     py.kill();
-    sighup(&srv);
-    wait_count(&srv, "upstream refresh failed", 1);
+    srv.sighup();
+    srv.wait_count("upstream refresh failed", 1, Duration::from_secs(15));
     let names = listed(&srv).await;
     assert!(names.iter().any(|n| n == "py.fresh"), "kept: {names:?}");
     let failures = metric(
@@ -187,7 +165,11 @@ async fn health_checks_mark_a_down_address_and_see_it_come_back() {
     };
     wait_gauge(first, 0.0);
     assert_eq!(metric(&srv, &gauge(second.port)), Some(1.0));
-    wait_count(&srv, "upstream address failed its health check", 1);
+    srv.wait_count(
+        "upstream address failed its health check",
+        1,
+        Duration::from_secs(15),
+    );
     // Marked down by its check, the first address is not tried, also once a failed
     // connect alone would be forgotten (5 s): calls go straight on.
     tokio::time::sleep(Duration::from_millis(5300)).await;
@@ -200,7 +182,11 @@ async fn health_checks_mark_a_down_address_and_see_it_come_back() {
     // It starts: the next check sees it, and calls go to it first again.
     let _first = PyUpstream::start(first, "first");
     wait_gauge(first, 1.0);
-    wait_count(&srv, "upstream address passed its health check", 1);
+    srv.wait_count(
+        "upstream address passed its health check",
+        1,
+        Duration::from_secs(15),
+    );
     let r = call(&srv, ClientProto::Jsonrpc, "py.whoami", vec![]).await;
     assert_eq!(r, Ok(Value::from("first")));
 }

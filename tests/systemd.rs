@@ -127,11 +127,7 @@ fn serves_the_passed_socket_and_notifies_ready_reloading_and_stopping() {
     // SIGHUP (`systemctl reload`, or systemd itself under Type=notify-reload): RELOADING=1
     // stamped on the clock systemd reads, then READY=1 with the outcome, and no exit.
     let before = monotonic_usec();
-    let hup = Command::new("kill")
-        .args(["-HUP", &srv.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(hup.success());
+    srv.sighup();
     let reloading = notify.next();
     let stamp: u64 = reloading
         .strip_prefix("RELOADING=1\nMONOTONIC_USEC=")

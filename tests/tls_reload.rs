@@ -15,7 +15,6 @@ use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 use x509_parser::prelude::{FromDer, X509Certificate};
@@ -158,27 +157,6 @@ impl Tls {
     }
 }
 
-fn sighup(srv: &Server) {
-    let ok = Command::new("kill")
-        .args(["-HUP", &srv.pid().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-/// Wait for the `n`th occurrence of `needle` in the log.
-fn wait_count(srv: &Server, needle: &str, n: usize) {
-    let end = std::time::Instant::now() + Duration::from_secs(10);
-    while srv.log().matches(needle).count() < n {
-        assert!(
-            std::time::Instant::now() < end,
-            "no {needle:?} #{n} in the log:\n{}",
-            srv.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn serve(files: &Files, client_ca: bool) -> Server {
     let (cert, key, ca) = (
         files.path("server.pem"),
@@ -220,8 +198,8 @@ fn sighup_serves_new_certificate_and_client_ca_to_new_handshakes_only() {
     files.write("server.pem", &cert2);
     files.write("server.key", &key2);
     files.write("client-ca.pem", &ca2.pem);
-    sighup(&srv);
-    wait_count(&srv, "TLS material reloaded", 1);
+    srv.sighup();
+    srv.wait_count("TLS material reloaded", 1, Duration::from_secs(10));
     assert!(srv.log().contains("server two"), "{}", srv.log());
 
     let mut after = tls(srv.addr, &roots, Some(&client2));
@@ -232,7 +210,7 @@ fn sighup_serves_new_certificate_and_client_ca_to_new_handshakes_only() {
     if let Ok(mut old_client) = try_tls(srv.addr, &roots, Some(&client1)) {
         assert!(old_client.call("ping").is_err(), "CA one still trusted");
     }
-    wait_count(&srv, "TLS handshake failed", 1);
+    srv.wait_count("TLS handshake failed", 1, Duration::from_secs(10));
 
     // The connection made before the reload goes on, on the old certificate.
     assert_eq!(before.call("ping").unwrap(), true);
@@ -252,8 +230,8 @@ fn a_bad_new_certificate_is_logged_and_the_old_one_keeps_serving() {
 
     // Not a certificate at all.
     files.write("server.pem", "-----BEGIN GARBAGE-----\n");
-    sighup(&srv);
-    wait_count(&srv, "TLS reload failed", 1);
+    srv.sighup();
+    srv.wait_count("TLS reload failed", 1, Duration::from_secs(10));
     let log = srv.log();
     let line = log
         .lines()
@@ -268,14 +246,14 @@ fn a_bad_new_certificate_is_logged_and_the_old_one_keeps_serving() {
     // A good certificate whose key has not been replaced yet.
     let (cert2, key2) = leaf(&ca1, "server two", 2002, true);
     files.write("server.pem", &cert2);
-    sighup(&srv);
-    wait_count(&srv, "TLS reload failed", 2);
+    srv.sighup();
+    srv.wait_count("TLS reload failed", 2, Duration::from_secs(10));
     assert_eq!(tls(srv.addr, &roots, None).cert.1, 1001);
 
     // Once the key is in place, the next SIGHUP takes both.
     files.write("server.key", &key2);
-    sighup(&srv);
-    wait_count(&srv, "TLS material reloaded", 1);
+    srv.sighup();
+    srv.wait_count("TLS material reloaded", 1, Duration::from_secs(10));
     let mut fresh = tls(srv.addr, &roots, None);
     assert_eq!(fresh.cert, ("server two".to_string(), 2002));
     assert_eq!(fresh.call("ping").unwrap(), true);

@@ -112,9 +112,31 @@ impl Server {
     }
 
     pub fn sigterm(&self) {
+        self.signal("-TERM");
+    }
+
+    /// SIGHUP: reload the TLS material and re-discover the upstreams.
+    pub fn sighup(&self) {
+        self.signal("-HUP");
+    }
+
+    fn signal(&self, sig: &str) {
         let pid = self.child.id().to_string();
-        let ok = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        let ok = Command::new("kill").args([sig, &pid]).status().unwrap();
         assert!(ok.success());
+    }
+
+    /// Wait until `needle` is in the log `n` times; panics with the log after `within`.
+    pub fn wait_count(&self, needle: &str, n: usize, within: Duration) {
+        let end = Instant::now() + within;
+        while self.log().matches(needle).count() < n {
+            assert!(
+                Instant::now() < end,
+                "no {needle:?} #{n} in the log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
