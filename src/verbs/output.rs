@@ -2,7 +2,7 @@
 //! protocol serializes straight into its output (JSON and msgpack with serde, no tree;
 //! XML-RPC through [`rpcmux_value::to_value`]).
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use rpcmux_value::{RpcError, Value};
 use serde::Serialize;
 
@@ -56,8 +56,7 @@ impl<T: Serialize + Send> Encode for T {
         serde_json::to_writer(out, self).map_err(|e| e.to_string())
     }
     fn to_msgpack(&self, out: &mut BytesMut) -> Result<(), String> {
-        let mut ser = rmp_serde::Serializer::new(out.writer()).with_struct_map();
-        self.serialize(&mut ser).map_err(|e| e.to_string())
+        rpcmux_msgpack_rpc::typed::write(out, self).map_err(|e| e.to_string())
     }
     fn to_value(&self) -> Result<Value, rpcmux_value::ValueError> {
         rpcmux_value::to_value(self)

@@ -7,7 +7,7 @@
 //! left out is `None` or its default; a required one left out is "missing"). Named
 //! parameters (JSON objects, STOMP, `k=v` on the CLI) must name fields that exist. Every
 //! error inside a parameter is prefixed with its name. No intermediate tree: the wrapped
-//! deserializer (rmp-serde's over the wire bytes, or a `Value`'s) feeds the struct.
+//! deserializer (rpcmux-msgpack-rpc's over the wire bytes, serde_json's, or a `Value`'s) feeds the struct.
 
 use serde::de::value::BorrowedStrDeserializer;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};

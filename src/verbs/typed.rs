@@ -1,6 +1,6 @@
 //! Typed verbs: a handler that takes its parameters as a Rust type and returns any
 //! `Serialize` type. The type is read straight from what arrived (msgpack bytes through
-//! rmp-serde, or a `Value` tree), and its JSON Schema describes the verb.
+//! rpcmux-msgpack-rpc's serde reader, or a `Value` tree), and its JSON Schema describes the verb.
 
 use super::output::Output;
 use super::params_de::{explain, ParamsDe, Shape};
@@ -98,15 +98,15 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
         Input::Msgpack(raw) => {
             let n = rpcmux_msgpack_rpc::params_len(raw)
                 .ok_or_else(|| RpcError::invalid_request("params must be an array"))?;
-            let mut de = rmp_serde::Deserializer::from_read_ref(raw);
+            let mut de = rpcmux_msgpack_rpc::typed::Deserializer::new(raw);
             P::deserialize(ParamsDe {
                 inner: &mut de,
                 shape: Shape::Positional(n),
             })
             .or_else(|direct| {
-                // rmp-serde names msgpack markers ("wrong msgpack marker FixStr(3)"), not
-                // types: on this rare path the params are read again as values, so the
-                // caller gets the same message as over every other protocol.
+                // On this rare path the params are read again as values, so the caller
+                // gets the same message as over every other protocol (and an extension
+                // type, which only the value path reads, reaches a `Value` parameter).
                 match rpcmux_msgpack_rpc::read_params(verb, raw) {
                     Ok(v) => read(verb, Input::Tree(Params::Positional(v))),
                     Err(_) => Err(invalid(verb, direct)),

@@ -1,5 +1,5 @@
 //! Parsing a request up to its params, and leaving the params encoded: a server whose
-//! verb takes a Rust type decodes them straight into it (with rmp-serde), with no
+//! verb takes a Rust type decodes them straight into it (with [`typed`](crate::typed)), with no
 //! [`Value`] tree; other verbs read them with [`read_params`].
 
 use crate::decode::Reader;

@@ -83,6 +83,7 @@ mod limits;
 mod message;
 mod scan;
 mod timestamp;
+pub mod typed;
 
 pub use call::{params_len, read_params, split_call, SplitCall};
 pub use codec::{parse_framed, Framed, MsgpackRpcCodec};
