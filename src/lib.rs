@@ -35,6 +35,12 @@
 //! server alone.
 #![warn(missing_docs)]
 
+/// Unit tests allocate as the binary does, so the framer loops in them (`--ignored`)
+/// profile what the server runs.
+#[cfg(all(test, feature = "cli"))]
+#[global_allocator]
+static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod budget;
 #[cfg(feature = "client")]
 pub mod client;

@@ -48,5 +48,5 @@ struct Params {
 pub(super) fn register(t: &mut VerbTable) {
     t.verb("echoMusicEntry")
         .help("Return a [\"MusicEntry\", entry] pair unchanged, read into and written from a Rust struct (the typed path's benchmark).")
-        .typed(|p: Params, _| async move { Ok::<_, RpcError>(p.value) });
+        .typed_sync(|p: Params, _| Ok::<_, RpcError>(p.value));
 }

@@ -10,7 +10,7 @@ use crate::events::Event;
 use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{CallContext, Found, Input, Output, Verb, VerbTable};
+use crate::verbs::{CallContext, Dispatched, Found, Input, Output, Verb, VerbTable};
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
 use rpcmux_msgpack_rpc::{
@@ -47,14 +47,13 @@ struct Group {
 
 /// What a framed message starts.
 enum Started {
-    /// A call: its msgid (`None` for a notification) and its running reply.
-    Call(Option<u32>, BoxReply),
+    /// A call: its msgid (`None` for a notification) and its reply.
+    Call(Option<u32>, Dispatched),
     /// An answer owed at once (an invalid request with a msgid).
     Answer(u32, RpcError),
     /// Nothing to run or answer.
     Nothing,
 }
-type BoxReply = BoxFuture<'static, Result<Output, RpcError>>;
 
 /// Split a framed message at its params and start its call: a typed verb deserializes
 /// its parameters straight from the msgpack bytes, a dynamic one reads them as values.
@@ -111,14 +110,23 @@ async fn finish(started: Started, size: usize, max_reply: usize) -> Done {
                 .await,
             )
         }
-        Started::Call(None, reply) => {
-            if let Err(e) = reply.await {
+        Started::Call(None, reply) => answered(None, reply.await),
+        Started::Answer(msgid, e) => Some(Reply::Done(msgid, Err(e))),
+        Started::Nothing => None,
+    }
+}
+
+/// What a call's answer owes: a reply, or nothing for a notification (its failure is
+/// logged).
+fn answered(msgid: Option<u32>, r: Result<Output, RpcError>) -> Done {
+    match msgid {
+        Some(msgid) => Some(Reply::Done(msgid, r)),
+        None => {
+            if let Err(e) = r {
                 tracing::debug!(error = %e, "notification failed (no reply is sent)");
             }
             None
         }
-        Started::Answer(msgid, e) => Some(Reply::Done(msgid, Err(e))),
-        Started::Nothing => None,
     }
 }
 
@@ -322,7 +330,13 @@ impl Framer for Msgpack {
                         put_reply(out, msgid, Err(e), max_reply);
                         continue;
                     }
-                    started => calls.start(size, finish(started, size, max_reply)),
+                    Started::Call(msgid, reply) => match reply.now() {
+                        Ok(r) => calls.finished(answered(msgid, r)),
+                        Err(running) => {
+                            let started = Started::Call(msgid, Dispatched::Running(running));
+                            calls.start(size, finish(started, size, max_reply))
+                        }
+                    },
                 }
             } else {
                 // Big: split and decoded inside the call, off the async workers.
@@ -426,4 +440,75 @@ pub(crate) async fn answer_http(
     })
     .await;
     Some(out.to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::Payload;
+    use crate::budget::Budget;
+
+    /// The framer's whole per-call work (framing, dispatch, encoding) without sockets:
+    /// a loop for profiling, not a timed test (`cargo test --release --lib --
+    /// --ignored framer_loop --nocapture`).
+    #[test]
+    #[ignore]
+    fn framer_loop() {
+        let only = std::env::var("FRAMER_LOOP").ok();
+        for payload in [Payload::music_entry(), Payload::music_entry_typed()] {
+            if only.as_ref().is_some_and(|o| *o != payload.name) {
+                continue;
+            }
+            let mut verbs = VerbTable::new();
+            crate::demo::register(&mut verbs);
+            verbs.observer = Some(Arc::new(crate::observe::Observer::new(
+                Some(Arc::new(crate::observe::Metrics::new())),
+                crate::observe::AccessLog {
+                    level: crate::AccessLevel::Off,
+                    slow: std::time::Duration::from_secs(1),
+                },
+            )));
+            let hub = Arc::new(crate::EventHub::default());
+            let ctx = CallContext::new("msgpack-rpc", hub);
+            let mut framer = Msgpack {
+                codec: MsgpackRpcCodec::new(Limits::default()),
+                verbs: Arc::new(verbs),
+                ctx,
+                max_reply: 1 << 24,
+                max_batch: 100,
+                max_frame: 1 << 24,
+            };
+            let rpcmux_value::Params::Positional(params) = &payload.params else {
+                panic!()
+            };
+            let mut block = BytesMut::new();
+            for id in 0..16 {
+                encode_request_for_test(&mut block, id, &payload.method, params);
+            }
+            let mut calls = Calls::new(Budget::new(1 << 30));
+            let mut out = BytesMut::with_capacity(64 << 10);
+            let rounds = 100_000;
+            let t = std::time::Instant::now();
+            for _ in 0..rounds {
+                let mut input = block.clone();
+                framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
+                while let Some(done) = calls.take_ready() {
+                    framer.reply(done, &mut out);
+                }
+                assert!(calls.is_empty());
+                out.clear();
+            }
+            let per = t.elapsed().as_nanos() as f64 / (rounds * 16) as f64;
+            println!("{}: {per:.0} ns per call", payload.name);
+        }
+    }
+
+    fn encode_request_for_test(
+        out: &mut BytesMut,
+        id: u32,
+        method: &str,
+        params: &[rpcmux_value::Value],
+    ) {
+        rpcmux_msgpack_rpc::encode_request(out, id, method, params).unwrap();
+    }
 }

@@ -82,6 +82,12 @@ impl<D: Send + 'static> Calls<D> {
         });
     }
 
+    /// A call that the framer found answered as it started (see [`Self::start`]): its
+    /// outcome is replied to in this turn, like one that `start` found ready.
+    pub(crate) fn finished(&mut self, done: D) {
+        self.ready.push_back(done);
+    }
+
     /// Calls started and not yet replied to, finished or not.
     pub(crate) fn len(&self) -> usize {
         self.running.len() + self.ready.len()
@@ -92,7 +98,7 @@ impl<D: Send + 'static> Calls<D> {
     }
 
     /// The outcome of a call that finished as it started, oldest first.
-    fn take_ready(&mut self) -> Option<D> {
+    pub(crate) fn take_ready(&mut self) -> Option<D> {
         self.ready.pop_front()
     }
 

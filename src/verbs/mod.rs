@@ -32,6 +32,6 @@ pub(crate) use extra::{Extra, VerbSet};
 pub use output::{Encode, Output};
 pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};
 pub use subscriptions::ERR_NO_EVENTS_HERE;
-pub(crate) use table::Found;
+pub(crate) use table::{Dispatched, Found};
 pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable, ERR_SHUTTING_DOWN};
 pub(crate) use typed::Input;

@@ -2,7 +2,7 @@
 
 use super::output::Output;
 use super::policy::{Policy, WhenBusy};
-use super::typed::{Input, Typed, TypedRun};
+use super::typed::{Input, Typed, TypedRun, TypedSync};
 use super::{Args, CallContext};
 use futures_util::future::{BoxFuture, FutureExt};
 use rpcmux_value::{Params, RpcError, Value};
@@ -16,6 +16,48 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub(crate) type Reply = BoxFuture<'static, Result<Output, RpcError>>;
+
+/// A dispatched call: answered as it started (most are: an echo, a lookup), or still
+/// running. Awaiting it gives the answer either way; a stream framer takes
+/// [`Dispatched::now`] first, so a call answered at once costs no task and no box.
+pub(crate) enum Dispatched {
+    /// The answer (`None` once a poll took it).
+    Ready(Option<Result<Output, RpcError>>),
+    Running(Reply),
+}
+
+impl Dispatched {
+    /// The answer if the call has it already, or the call still running.
+    pub(crate) fn now(self) -> Result<Result<Output, RpcError>, Reply> {
+        match self {
+            Dispatched::Ready(Some(r)) => Ok(r),
+            Dispatched::Ready(None) => Ok(Err(answered_twice())),
+            Dispatched::Running(f) => Err(f),
+        }
+    }
+}
+
+impl Future for Dispatched {
+    type Output = Result<Output, RpcError>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        match &mut *self {
+            Dispatched::Ready(r) => {
+                std::task::Poll::Ready(r.take().unwrap_or_else(|| Err(answered_twice())))
+            }
+            Dispatched::Running(f) => f.as_mut().poll(cx),
+        }
+    }
+}
+
+/// A [`Dispatched::Ready`] polled again after it answered (a bug of the caller's).
+fn answered_twice() -> RpcError {
+    RpcError::internal("call answered twice")
+}
+
 type Handler = dyn Fn(Args, CallContext) -> Reply + Send + Sync;
 type Passthrough = dyn Fn(Params, CallContext) -> Reply + Send + Sync;
 /// A verb built into the table, which needs the table itself (introspection, multicall).
@@ -231,7 +273,7 @@ impl VerbTable {
 
     /// Call `method` with parameters as they arrived; the answer stays typed for the
     /// protocol to encode.
-    pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Reply {
+    pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Dispatched {
         let found = self.find(method);
         self.dispatch_found(method, &found, input, ctx)
     }
@@ -253,7 +295,7 @@ impl VerbTable {
         found: &Found<'_>,
         input: Input<'_>,
         ctx: CallContext,
-    ) -> Reply {
+    ) -> Dispatched {
         // An upstream verb is held by this call (an `Arc`) even if a refresh drops it
         // meanwhile.
         let verb = found.verb();
@@ -279,7 +321,16 @@ impl VerbTable {
                 Err(e) => Ok(Err(e)),
             },
             Run::Typed(t) => {
-                std::panic::catch_unwind(AssertUnwindSafe(|| t.start(&verb.name, input, ctx)))
+                let defer = verb.policy.limit.is_some();
+                return match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    t.start(&verb.name, input, ctx, defer)
+                })) {
+                    Ok(Ok(Dispatched::Running(fut))) => guard(verb, fut, abort, call),
+                    Ok(Ok(Dispatched::Ready(Some(r)))) => done(call, r),
+                    Ok(Ok(Dispatched::Ready(None))) => done(call, Err(answered_twice())),
+                    Ok(Err(e)) => done(call, Err(e)),
+                    Err(_) => done(call, Err(panicked(&verb.name))),
+                };
             }
         };
         match started {
@@ -308,25 +359,32 @@ impl Found<'_> {
 }
 
 /// A call that ended before it started running (unknown verb, bad parameters).
-fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Reply {
+fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Dispatched {
     if let Some(c) = call {
         c.finish(&r);
     }
-    ready(r)
-}
-
-fn ready(r: Result<Output, RpcError>) -> Reply {
-    Box::pin(std::future::ready(r))
+    Dispatched::Ready(Some(r))
 }
 
 /// A started call, with its panics caught, its verb's policy applied, the server's
 /// shutdown abort, and its observation finished when it ends.
+///
+/// It is polled once here (with a no-op waker: whoever runs a pending call polls it
+/// again with theirs) unless a cap on concurrent calls must admit it first: a call
+/// that answers at once needs none of the wrappers below, a box each.
 fn guard(
     verb: &Arc<Verb>,
-    fut: Reply,
+    mut fut: Reply,
     abort: Option<Arc<super::Abort>>,
     call: Option<crate::observe::Call>,
-) -> Reply {
+) -> Dispatched {
+    if verb.policy.limit.is_none() {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| (&mut fut).now_or_never())) {
+            Ok(Some(r)) => return done(call, r),
+            Ok(None) => {}
+            Err(_) => return done(call, Err(panicked(&verb.name))),
+        }
+    }
     // The verb itself (an `Arc`) names it if it panics: no String per call.
     let name_of = verb.clone();
     let mut fut: Reply = Box::pin(
@@ -361,10 +419,10 @@ fn guard(
         });
     }
     if abort.is_none() && call.is_none() {
-        return fut;
+        return Dispatched::Running(fut);
     }
     // One box for both: the server's calls always have an abort switch.
-    Box::pin(async move {
+    Dispatched::Running(Box::pin(async move {
         let r = match abort {
             // Biased: a call that is ready at once never registers with the switch.
             Some(abort) => tokio::select! {
@@ -378,7 +436,7 @@ fn guard(
             c.finish(&r);
         }
         r
-    })
+    }))
 }
 
 /// Code of the error a call gets when the server stops before it finished.
@@ -533,6 +591,51 @@ impl VerbBuilder<'_> {
         self.returns = super::schema::kind_of(&result);
         let run = Run::Typed(Arc::new(Typed {
             f,
+            _params: std::marker::PhantomData,
+        }));
+        self.finish(run, Some(result));
+    }
+
+    /// Finish with a synchronous typed handler: as [`VerbBuilder::typed`], for handlers
+    /// that answer without waiting (a lookup, an echo, a computation of microseconds).
+    /// It runs as the call is read, on the connection's task, with no future to
+    /// allocate or poll: the cheapest verb rpcmux has. It must not block: anything that
+    /// waits on I/O, a lock held across I/O, or computes for long belongs in
+    /// [`VerbBuilder::typed`] (with `tokio::task::spawn_blocking` for heavy work). A
+    /// [`VerbBuilder::timeout`] cannot cancel it; [`VerbBuilder::max_concurrent`] still
+    /// applies (such a call runs once admitted).
+    ///
+    /// ```
+    /// use rpcmux::{RpcError, VerbTable};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Add {
+    ///     a: i64,
+    ///     b: i64,
+    /// }
+    ///
+    /// let mut verbs = VerbTable::new();
+    /// verbs.verb("add").help("a + b").typed_sync(|p: Add, _ctx| {
+    ///     p.a.checked_add(p.b).ok_or_else(|| RpcError::new(1, "overflow"))
+    /// });
+    /// ```
+    ///
+    /// # Panics
+    /// If the name is already registered.
+    pub fn typed_sync<P, R, E, F>(mut self, f: F)
+    where
+        P: DeserializeOwned + JsonSchema + Send + 'static,
+        R: Serialize + JsonSchema + Send + 'static,
+        E: Into<RpcError> + 'static,
+        F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+    {
+        self.params = super::schema::params_of::<P>();
+        let result = super::schema::schema_of::<R>();
+        self.returns = super::schema::kind_of(&result);
+        let run = Run::Typed(Arc::new(TypedSync {
+            f: Arc::new(f),
             _params: std::marker::PhantomData,
         }));
         self.finish(run, Some(result));

@@ -4,7 +4,7 @@
 
 use super::output::Output;
 use super::params_de::{explain, ParamsDe, Shape};
-use super::table::Reply;
+use super::table::Dispatched;
 use super::CallContext;
 use rpcmux_value::{Params, RpcError, Value};
 use serde::de::DeserializeOwned;
@@ -44,12 +44,30 @@ impl Input<'_> {
 
 /// A typed handler, with its parameter type erased.
 pub(crate) trait TypedRun: Send + Sync {
-    /// Read the parameters and start the handler; a parameter error is -32602.
-    fn start(&self, verb: &str, input: Input<'_>, ctx: CallContext) -> Result<Reply, RpcError>;
+    /// Read the parameters and start the handler; a parameter error is -32602. `defer`:
+    /// the call must not run before it is polled (its verb's cap on concurrent calls
+    /// admits it first).
+    fn start(
+        &self,
+        verb: &str,
+        input: Input<'_>,
+        ctx: CallContext,
+        defer: bool,
+    ) -> Result<Dispatched, RpcError>;
 }
 
+/// An `async` typed handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)).
 pub(crate) struct Typed<P, F> {
     pub f: F,
+    pub _params: PhantomData<fn(P)>,
+}
+
+/// A synchronous typed handler
+/// ([`VerbBuilder::typed_sync`](super::VerbBuilder::typed_sync)): it answers as it is
+/// called, with no future to allocate or poll.
+pub(crate) struct TypedSync<P, F> {
+    /// Shared with a deferred call's future.
+    pub f: std::sync::Arc<F>,
     pub _params: PhantomData<fn(P)>,
 }
 
@@ -156,15 +174,54 @@ where
     R: Serialize + Send + 'static,
     E: Into<RpcError> + 'static,
 {
-    fn start(&self, verb: &str, input: Input<'_>, ctx: CallContext) -> Result<Reply, RpcError> {
+    fn start(
+        &self,
+        verb: &str,
+        input: Input<'_>,
+        ctx: CallContext,
+        _defer: bool,
+    ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
         let fut = (self.f)(params, ctx);
-        Ok(Box::pin(async move {
-            match fut.await {
-                Ok(r) => Ok(Output::Typed(Box::new(r))),
-                Err(e) => Err(e.into()),
-            }
-        }))
+        Ok(Dispatched::Running(Box::pin(async move {
+            typed_output(fut.await)
+        })))
+    }
+}
+
+impl<P, F, R, E> TypedRun for TypedSync<P, F>
+where
+    P: DeserializeOwned + Send + 'static,
+    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn start(
+        &self,
+        verb: &str,
+        input: Input<'_>,
+        ctx: CallContext,
+        defer: bool,
+    ) -> Result<Dispatched, RpcError> {
+        let params: P = read(verb, input)?;
+        if !defer {
+            return Ok(Dispatched::Ready(Some(typed_output((self.f)(params, ctx)))));
+        }
+        // Run when polled, once the verb's cap admits it (see `table::guard`).
+        let f = self.f.clone();
+        Ok(Dispatched::Running(Box::pin(async move {
+            typed_output(f(params, ctx))
+        })))
+    }
+}
+
+/// A handler's outcome as the verb table carries it.
+fn typed_output<R: Serialize + Send + 'static, E: Into<RpcError>>(
+    r: Result<R, E>,
+) -> Result<Output, RpcError> {
+    match r {
+        Ok(r) => Ok(Output::Typed(Box::new(r))),
+        Err(e) => Err(e.into()),
     }
 }
 

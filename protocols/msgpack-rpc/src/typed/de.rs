@@ -93,25 +93,28 @@ impl<'de> Deserializer<'de> {
     fn seq<V: Visitor<'de>>(&mut self, n: usize, v: V) -> Result<V::Value, Error> {
         self.enter()?;
         let mut access = Items { de: self, left: n };
-        let out = v.visit_seq(&mut access)?;
+        // The visitor's result is returned as it is, not unwrapped and wrapped again:
+        // a struct's value would be copied once more per level (a big parameter struct
+        // was copied a dozen times on its way to the handler).
+        let out = v.visit_seq(&mut access);
         let left = access.left;
         self.depth += 1;
-        if left != 0 {
+        if left != 0 && out.is_ok() {
             return Err(Error::new(format!("{left} array item(s) left unread")));
         }
-        Ok(out)
+        out
     }
 
     fn map<V: Visitor<'de>>(&mut self, n: usize, v: V) -> Result<V::Value, Error> {
         self.enter()?;
         let mut access = Entries { de: self, left: n };
-        let out = v.visit_map(&mut access)?;
+        let out = v.visit_map(&mut access);
         let left = access.left;
         self.depth += 1;
-        if left != 0 {
+        if left != 0 && out.is_ok() {
             return Err(Error::new(format!("{left} map entries left unread")));
         }
-        Ok(out)
+        out
     }
 
     fn enter(&mut self) -> Result<(), Error> {
