@@ -189,6 +189,65 @@ impl Msgpack {
         Ok(Started::Call(msgid, reply))
     }
 
+    /// Start the message at the front of `input` without framing it first, when it
+    /// calls a typed verb: the verb's reader reads the parameters straight from the
+    /// input and so finds where the message ends (the framing scan would walk every
+    /// item of it once more first). Returns the message's length and its call, or `None`
+    /// (nothing started) for everything else: a message part-way through framing, a
+    /// dynamic or forwarded verb, parameters the typed reader does not take (see
+    /// [`VerbTable::dispatch_unframed`]), a big message (framed and read off the
+    /// workers), anything not a call; those are framed and started as before.
+    fn start_unframed(&self, input: &[u8]) -> Option<(usize, Started)> {
+        if !self.codec.is_idle() {
+            return None;
+        }
+        let limits = self.codec.limits();
+        let buf = &input[..input
+            .len()
+            .min(limits.max_message)
+            .min(heavy::OFFLOAD_AT - 1)];
+        let Ok(SplitCall::Call {
+            msgid,
+            method,
+            params,
+        }) = split_call(buf)
+        else {
+            return None;
+        };
+        let Found::Own(verb) = self.verbs.find(&method) else {
+            return None;
+        };
+        // Levels the reader may open: the message array is one of the cap's.
+        let depth = limits.max_depth.saturating_sub(1);
+        let (used, reply) =
+            self.verbs
+                .dispatch_unframed(&method, verb, params, depth, self.ctx.clone())?;
+        let len = params.as_ptr() as usize - buf.as_ptr() as usize + used;
+        Some((len, Started::Call(msgid, reply)))
+    }
+
+    /// Reply to, or keep running, a small message's call started in place.
+    fn take_started(
+        &self,
+        started: Started,
+        size: usize,
+        out: &mut BytesMut,
+        calls: &mut Calls<Done>,
+    ) {
+        let max_reply = self.max_reply;
+        match started {
+            Started::Nothing => {}
+            Started::Answer(msgid, e) => put_reply(out, msgid, Err(e), max_reply),
+            Started::Call(msgid, reply) => match reply.now() {
+                Ok(r) => calls.finished(answered(msgid, r)),
+                Err(running) => {
+                    let started = Started::Call(msgid, Dispatched::Running(running));
+                    calls.start(size, finish(started, size, max_reply))
+                }
+            },
+        }
+    }
+
     /// The group `head` (already taken from `input`, `size` bytes) starts: the complete
     /// requests right behind it in `input` for the same upstream join it, taken from
     /// `input`, at most `max_batch` members and `max_frame` bytes in all. The first
@@ -295,6 +354,12 @@ impl Framer for Msgpack {
         mut room: usize,
     ) -> Result<(), Close> {
         while room > 0 {
+            if let Some((size, started)) = self.start_unframed(input) {
+                input.advance(size);
+                self.take_started(started, size, out, calls);
+                room -= 1;
+                continue;
+            }
             let size = match self.codec.frame_len(input) {
                 Ok(Some(len)) => len,
                 Ok(None) => return Ok(()),
@@ -324,19 +389,10 @@ impl Framer for Msgpack {
                     }
                 };
                 input.advance(size);
-                match started {
-                    Started::Nothing => continue,
-                    Started::Answer(msgid, e) => {
-                        put_reply(out, msgid, Err(e), max_reply);
-                        continue;
-                    }
-                    Started::Call(msgid, reply) => match reply.now() {
-                        Ok(r) => calls.finished(answered(msgid, r)),
-                        Err(running) => {
-                            let started = Started::Call(msgid, Dispatched::Running(running));
-                            calls.start(size, finish(started, size, max_reply))
-                        }
-                    },
+                let call = matches!(started, Started::Call(..));
+                self.take_started(started, size, out, calls);
+                if !call {
+                    continue;
                 }
             } else {
                 // Big: split and decoded inside the call, off the async workers.
@@ -487,7 +543,10 @@ mod tests {
             }
             let mut calls = Calls::new(Budget::new(1 << 30));
             let mut out = BytesMut::with_capacity(64 << 10);
-            let rounds = 100_000;
+            let rounds: usize = std::env::var("FRAMER_ROUNDS")
+                .ok()
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(100_000);
             let t = std::time::Instant::now();
             for _ in 0..rounds {
                 let mut input = block.clone();
@@ -501,6 +560,87 @@ mod tests {
             let per = t.elapsed().as_nanos() as f64 / (rounds * 16) as f64;
             println!("{}: {per:.0} ns per call", payload.name);
         }
+    }
+
+    /// Calls back to back in one read, to typed verbs (with parameters, without any,
+    /// with a parameter of the wrong type, an unknown field) and dynamic ones: each is
+    /// answered under its msgid and the session reads on (a typed call is read without
+    /// framing it first; where its reader stopped is where the next message starts).
+    #[test]
+    fn pipelined_calls_to_typed_and_dynamic_verbs_are_each_answered() {
+        use rpcmux_value::Value;
+        let mut verbs = VerbTable::new();
+        crate::demo::register(&mut verbs);
+        let mut framer = Msgpack {
+            codec: MsgpackRpcCodec::new(Limits::default()),
+            verbs: Arc::new(verbs),
+            ctx: CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default())),
+            max_reply: 1 << 20,
+            max_batch: 100,
+            max_frame: 1 << 20,
+        };
+        let entry = match Payload::music_entry_typed().params {
+            rpcmux_value::Params::Positional(p) => p,
+            _ => unreachable!(),
+        };
+        let mut unknown_field = entry.clone();
+        if let Value::Array(pair) = &mut unknown_field[0] {
+            if let Value::Struct(m) = &mut pair[1] {
+                m.insert("extra".into(), Value::from(vec![Value::from(1)]));
+            }
+        }
+        let calls: Vec<(&str, Vec<Value>)> = vec![
+            ("Host.getVMList", vec![]),
+            ("echoMusicEntry", entry.clone()),
+            ("echoMusicEntry", vec![Value::from("x")]),
+            ("echo", vec![Value::from(7)]),
+            ("echoMusicEntry", unknown_field),
+            ("ping", vec![]),
+        ];
+        let mut input = BytesMut::new();
+        for (id, (method, params)) in calls.iter().enumerate() {
+            encode_request_for_test(&mut input, id as u32, method, params);
+        }
+        let mut calls_running = Calls::new(Budget::new(1 << 30));
+        let mut out = BytesMut::new();
+        framer
+            .decode(&mut input, &mut out, &mut calls_running, 64)
+            .unwrap();
+        assert!(input.is_empty(), "every message was consumed");
+        while let Some(done) = calls_running.take_ready() {
+            framer.reply(done, &mut out);
+        }
+        assert!(calls_running.is_empty());
+        let mut answers = std::collections::BTreeMap::new();
+        let mut codec = MsgpackRpcCodec::new(Limits::default());
+        while let Some(m) = tokio_util::codec::Decoder::decode(&mut codec, &mut out).unwrap() {
+            let Message::Response {
+                msgid,
+                error,
+                result,
+            } = m
+            else {
+                panic!("{m:?}")
+            };
+            answers.insert(
+                msgid,
+                if error == Value::Nil {
+                    Ok(result)
+                } else {
+                    Err(error)
+                },
+            );
+        }
+        assert_eq!(answers.len(), 6, "{answers:?}");
+        assert!(answers[&0].is_ok());
+        assert_eq!(answers[&1].as_ref().unwrap(), &entry[0]);
+        // [code, message]
+        let e = answers[&2].as_ref().unwrap_err();
+        assert_eq!(e.as_array().unwrap()[0], Value::from(-32602), "{e:?}");
+        assert_eq!(answers[&3].as_ref().unwrap(), &Value::from(7));
+        // An unknown field is ignored (serde's default), on the framed path.
+        assert_eq!(answers[&4].as_ref().unwrap(), &entry[0]);
+        assert_eq!(answers[&5].as_ref().unwrap(), &Value::Bool(true));
     }
 
     fn encode_request_for_test(

@@ -341,6 +341,51 @@ impl VerbTable {
     }
 }
 
+impl VerbTable {
+    /// Start a call of the typed `verb` from a msgpack params array at the start of
+    /// `buf`, before the message is framed: its parameters are read straight from the
+    /// input, which tells where the message ends (the returned length, from `buf`'s
+    /// start), with no framing pass over it first. `None` (nothing observed, nothing
+    /// run) for a dynamic verb, or parameters that cannot be read so: the caller frames
+    /// the message and dispatches it as usual.
+    pub(crate) fn dispatch_unframed(
+        &self,
+        method: &str,
+        verb: &Arc<Verb>,
+        buf: &[u8],
+        max_depth: usize,
+        ctx: CallContext,
+    ) -> Option<(usize, Dispatched)> {
+        let Run::Typed(t) = &verb.run else {
+            return None;
+        };
+        let defer = verb.policy.limit.is_some();
+        let abort = ctx.abort.clone();
+        let mut call = None;
+        let mut used = 0;
+        let mut begin = |ctx: &CallContext| {
+            call = self
+                .observer
+                .as_ref()
+                .map(|o| o.begin(method, Some(verb), ctx));
+        };
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            t.start_unframed(buf, max_depth, ctx, defer, &mut used, &mut begin)
+        }));
+        let reply = match started {
+            Ok(None) => return None,
+            Ok(Some(Dispatched::Running(fut))) => guard(verb, fut, abort, call),
+            Ok(Some(Dispatched::Ready(Some(r)))) => done(call, r),
+            Ok(Some(Dispatched::Ready(None))) => done(call, Err(answered_twice())),
+            // A panic while reading the parameters (a `Deserialize` of the verb's
+            // own): the framed path reads them again and answers it.
+            Err(_) if used == 0 => return None,
+            Err(_) => done(call, Err(panicked(&verb.name))),
+        };
+        Some((used, reply))
+    }
+}
+
 /// A verb as [`VerbTable::find`] found it.
 pub(crate) enum Found<'a> {
     /// One of the table's own (Rust, built-in, demo): never grouped.

@@ -7,7 +7,7 @@ use super::params_de::{explain, ParamsDe, Shape};
 use super::table::Dispatched;
 use super::CallContext;
 use rpcmux_value::{Params, RpcError, Value};
-use serde::de::DeserializeOwned;
+use serde::de::{Deserialize, DeserializeOwned};
 use serde::Serialize;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -54,6 +54,48 @@ pub(crate) trait TypedRun: Send + Sync {
         ctx: CallContext,
         defer: bool,
     ) -> Result<Dispatched, RpcError>;
+
+    /// [`TypedRun::start`] for a msgpack params array at the start of `buf`, whose end
+    /// is not known yet (the message was not framed): the parameters are read, which
+    /// finds where they end (`used` is set to that), then `begin` is called and the
+    /// handler started. `None`, with nothing begun or started, when they cannot be read
+    /// so (incomplete, a type mismatch, an extension type, an ignored field, a level
+    /// past `max_depth`): the caller frames the message and starts it as usual, which
+    /// answers any error.
+    fn start_unframed(
+        &self,
+        buf: &[u8],
+        max_depth: usize,
+        ctx: CallContext,
+        defer: bool,
+        used: &mut usize,
+        begin: &mut dyn FnMut(&CallContext),
+    ) -> Option<Dispatched>;
+}
+
+/// The parameters of a msgpack params array at the start of `buf`, and where the array
+/// ends (see [`TypedRun::start_unframed`]).
+fn read_unframed<P: DeserializeOwned>(buf: &[u8], max_depth: usize) -> Option<(P, usize)> {
+    let n = rpcmux_msgpack_rpc::params_len(buf)?;
+    let mut de = rpcmux_msgpack_rpc::typed::Deserializer::with_depth(buf, max_depth);
+    let p = P::deserialize(ParamsDe {
+        inner: &mut de,
+        shape: Shape::Positional(n),
+    })
+    .ok()?;
+    if de.skipped() {
+        return None;
+    }
+    // A verb without parameters is satisfied without reading the (empty) array.
+    let end = match de.position() {
+        0 => {
+            let mut header = rpcmux_msgpack_rpc::typed::Deserializer::new(buf);
+            serde::de::IgnoredAny::deserialize(&mut header).ok()?;
+            header.position()
+        }
+        end => end,
+    };
+    Some((p, end))
 }
 
 /// An `async` typed handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)).
@@ -182,10 +224,35 @@ where
         _defer: bool,
     ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
+        Ok(self.run(params, ctx))
+    }
+
+    fn start_unframed(
+        &self,
+        buf: &[u8],
+        max_depth: usize,
+        ctx: CallContext,
+        _defer: bool,
+        used: &mut usize,
+        begin: &mut dyn FnMut(&CallContext),
+    ) -> Option<Dispatched> {
+        let (params, end) = read_unframed::<P>(buf, max_depth)?;
+        *used = end;
+        begin(&ctx);
+        Some(self.run(params, ctx))
+    }
+}
+
+impl<P, F, Fut, R, E> Typed<P, F>
+where
+    F: Fn(P, CallContext) -> Fut,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn run(&self, params: P, ctx: CallContext) -> Dispatched {
         let fut = (self.f)(params, ctx);
-        Ok(Dispatched::Running(Box::pin(async move {
-            typed_output(fut.await)
-        })))
+        Dispatched::Running(Box::pin(async move { typed_output(fut.await) }))
     }
 }
 
@@ -204,14 +271,39 @@ where
         defer: bool,
     ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
+        Ok(self.run(params, ctx, defer))
+    }
+
+    fn start_unframed(
+        &self,
+        buf: &[u8],
+        max_depth: usize,
+        ctx: CallContext,
+        defer: bool,
+        used: &mut usize,
+        begin: &mut dyn FnMut(&CallContext),
+    ) -> Option<Dispatched> {
+        let (params, end) = read_unframed::<P>(buf, max_depth)?;
+        *used = end;
+        begin(&ctx);
+        Some(self.run(params, ctx, defer))
+    }
+}
+
+impl<P, F, R, E> TypedSync<P, F>
+where
+    P: Send + 'static,
+    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched {
         if !defer {
-            return Ok(Dispatched::Ready(Some(typed_output((self.f)(params, ctx)))));
+            return Dispatched::Ready(Some(typed_output((self.f)(params, ctx))));
         }
         // Run when polled, once the verb's cap admits it (see `table::guard`).
         let f = self.f.clone();
-        Ok(Dispatched::Running(Box::pin(async move {
-            typed_output(f(params, ctx))
-        })))
+        Dispatched::Running(Box::pin(async move { typed_output(f(params, ctx)) }))
     }
 }
 

@@ -40,6 +40,13 @@ impl MsgpackRpcCodec {
         &self.limits
     }
 
+    /// Whether no message is part-way through framing: the next byte of the input starts
+    /// one. A caller may then read a message straight from the input (a typed verb's
+    /// reader finds where it ends as it goes) and only frame it when that fails.
+    pub fn is_idle(&self) -> bool {
+        !self.scanner.is_active()
+    }
+
     /// The length of the whole message at the front of `src`, once it has arrived
     /// (scanned, so framing and caps hold), leaving `src` as it is: the caller reads
     /// `&src[..len]` in place (see [`crate::split_call`]) and then advances past it.

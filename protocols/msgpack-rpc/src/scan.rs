@@ -95,6 +95,11 @@ struct Item {
 }
 
 impl Scanner {
+    /// Whether a message is part-way through the resumable scan.
+    pub(crate) fn is_active(&self) -> bool {
+        self.active
+    }
+
     pub(crate) fn reset(&mut self) {
         self.active = false;
         self.pos = 0;

@@ -26,17 +26,32 @@ pub struct Deserializer<'de> {
     pos: usize,
     /// Containers that may still be opened.
     depth: usize,
+    /// Whether an item was skipped unread (an ignored field): its nesting was not
+    /// counted against `depth`.
+    skipped: bool,
 }
 
 impl<'de> Deserializer<'de> {
     /// A deserializer reading from the start of `buf`, opening at most
     /// [`Limits::DEFAULT_MAX_DEPTH`] nested containers.
     pub fn new(buf: &'de [u8]) -> Self {
+        Self::with_depth(buf, Limits::DEFAULT_MAX_DEPTH)
+    }
+
+    /// A deserializer opening at most `depth` nested containers.
+    pub fn with_depth(buf: &'de [u8], depth: usize) -> Self {
         Deserializer {
             buf,
             pos: 0,
-            depth: Limits::DEFAULT_MAX_DEPTH,
+            depth,
+            skipped: false,
         }
+    }
+
+    /// Whether an item was skipped without being read (a field the type ignores):
+    /// how deep it was nested was not checked.
+    pub fn skipped(&self) -> bool {
+        self.skipped
     }
 
     /// Bytes read so far.
@@ -297,6 +312,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        self.skipped = true;
         self.skip()?;
         v.visit_unit()
     }

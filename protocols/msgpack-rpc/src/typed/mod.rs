@@ -20,12 +20,16 @@ use crate::error::EncodeError;
 use std::fmt;
 
 /// Why a type could not be read from, or written as, msgpack.
+///
+/// Boxed: every serde call of the typed path returns a `Result<_, Error>`, and with a
+/// two-word error a `Result<(), Error>` comes back in registers, not through
+/// memory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error(String);
+pub struct Error(Box<str>);
 
 impl Error {
     pub(crate) fn new(why: impl Into<String>) -> Self {
-        Error(why.into())
+        Error(why.into().into_boxed_str())
     }
 }
 
@@ -39,19 +43,19 @@ impl std::error::Error for Error {}
 
 impl serde::de::Error for Error {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        Error(msg.to_string())
+        Error::new(msg.to_string())
     }
 }
 
 impl serde::ser::Error for Error {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        Error(msg.to_string())
+        Error::new(msg.to_string())
     }
 }
 
 impl From<EncodeError> for Error {
     fn from(e: EncodeError) -> Self {
-        Error(e.to_string())
+        Error::new(e.to_string())
     }
 }
 
@@ -61,7 +65,7 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(buf: &'de [u8]) -> Result<T, 
     let v = T::deserialize(&mut de)?;
     match buf.len() - de.position() {
         0 => Ok(v),
-        n => Err(Error(format!("{n} byte(s) after the msgpack value"))),
+        n => Err(Error::new(format!("{n} byte(s) after the msgpack value"))),
     }
 }
 
