@@ -95,9 +95,10 @@ struct Item {
 }
 
 impl Scanner {
-    /// Whether a message is part-way through the resumable scan.
+    /// Whether a message is part-way through the resumable scan (some of it consumed:
+    /// a scan that found only its first bytes missing, or none, holds nothing).
     pub(crate) fn is_active(&self) -> bool {
-        self.active
+        self.active && self.pos > 0
     }
 
     pub(crate) fn reset(&mut self) {
