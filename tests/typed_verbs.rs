@@ -66,6 +66,35 @@ fn verbs() -> VerbTable {
             tokio::time::sleep(Duration::from_millis(400)).await;
             Ok::<_, RpcError>(true)
         });
+    // The same verb, synchronous: answered as it is read, no future.
+    verbs
+        .verb("VM.resizeNow")
+        .help("Resize a VM, synchronously.")
+        .typed_sync(|p: Resize, _ctx| {
+            if p.mem == 0 {
+                return Err(RpcError::new(ERR_BAD_SIZE, "mem must be positive"));
+            }
+            Ok(Resized {
+                vm_id: p.vm_id,
+                mem: p.mem,
+                reason: p.reason.unwrap_or_else(|| "none".into()),
+            })
+        });
+    verbs
+        .verb("boomNow")
+        .help("Panic, synchronously.")
+        .typed_sync(|(): (), _ctx| -> Result<bool, RpcError> { panic!("boom") });
+    // A capped synchronous verb runs once admitted, as a task.
+    verbs
+        .verb("countNow")
+        .help("Count the calls.")
+        .max_concurrent(1)
+        .typed_sync({
+            let n = std::sync::atomic::AtomicU64::new(0);
+            move |(): (), _ctx| {
+                Ok::<_, RpcError>(n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
+            }
+        });
     verbs
 }
 
@@ -167,6 +196,49 @@ async fn typed_verb_over_every_protocol() {
         let e = call(&c, "slow", pos(vec![5_000.into()])).await.unwrap_err();
         assert_eq!(e.code, rpcmux::verbs::ERR_TIMEOUT, "{proto}: {e}");
         assert_eq!(call(&c, "slow", pos(vec![1.into()])).await, Ok(1.into()));
+    }
+}
+
+/// A synchronous typed verb (`typed_sync`) behaves as the async one over every
+/// protocol: parameters by position and name, mismatches naming the parameter, its
+/// domain error's code; a panic is -32603 and the connection goes on; a capped one
+/// answers every pipelined call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synchronous_typed_verb_over_every_protocol() {
+    let (addr, _stop) = serve().await;
+    for proto in ClientProto::ALL {
+        let c = Client::connect(proto, &addr.to_string(), ConnectOpts::default())
+            .await
+            .unwrap();
+        let r = call(&c, "VM.resizeNow", pos(vec!["a".into(), 512.into()])).await;
+        assert_eq!(r, Ok(resized(512, "none")), "{proto}: positional");
+        if proto.named_params() {
+            let p = named(vstruct! { "mem" => 64, "vmID" => "a", "reason" => "r" });
+            let r = call(&c, "VM.resizeNow", p).await;
+            assert_eq!(r, Ok(resized(64, "r")), "{proto}: named");
+        }
+        let e = call(&c, "VM.resizeNow", pos(vec!["a".into(), "big".into()]))
+            .await
+            .unwrap_err();
+        assert!(
+            e.code == -32602 && e.message.contains("parameter `mem`"),
+            "{proto}: {e}"
+        );
+        let e = call(&c, "VM.resizeNow", pos(vec!["a".into(), 0.into()]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, ERR_BAD_SIZE, "{proto}: {e}");
+        let e = call(&c, "boomNow", pos(vec![])).await.unwrap_err();
+        assert_eq!(e.code, -32603, "{proto}: {e}");
+        let counts =
+            futures_util::future::join_all((0..20).map(|_| call(&c, "countNow", pos(vec![]))))
+                .await;
+        assert!(counts.iter().all(|r| r.is_ok()), "{proto}: {counts:?}");
+        let r = call(&c, "VM.resizeNow", pos(vec!["b".into(), 1.into()])).await;
+        assert!(
+            r.is_ok(),
+            "{proto}: the connection serves on after the panic"
+        );
     }
 }
 
