@@ -203,10 +203,10 @@ impl EventHub {
             if !sub.patterns.iter().any(|(_, p)| matches(p, name)) {
                 continue;
             }
-            match sub.session.outbox.try_send(event.clone()) {
+            match sub.session.link.outbox.try_send(event.clone()) {
                 Ok(()) => delivered += 1,
                 Err(TrySendError::Full(_)) => {
-                    sub.session.kill.cancel();
+                    sub.session.link.kill.cancel();
                     too_slow.push(*conn);
                 }
                 Err(TrySendError::Closed(_)) => {}
@@ -237,11 +237,7 @@ mod tests {
 
     fn session(conn_id: u64, cap: usize) -> (Session, mpsc::Receiver<Arc<Event>>) {
         let (tx, rx) = mpsc::channel(cap);
-        let s = Session {
-            conn_id,
-            outbox: tx,
-            kill: CancellationToken::new(),
-        };
+        let s = Session::new(conn_id, tx, CancellationToken::new());
         (s, rx)
     }
 
@@ -261,7 +257,7 @@ mod tests {
     fn slow_subscriber_is_dropped_others_still_served() {
         let hub = EventHub::default();
         let (slow, _slow_rx) = session(1, 1);
-        let kill = slow.kill.clone();
+        let kill = slow.link.kill.clone();
         let (fast, mut fast_rx) = session(2, 16);
         hub.subscribe("*", slow).unwrap();
         hub.subscribe("|virt", fast).unwrap();

@@ -242,11 +242,7 @@ pub(crate) async fn serve<S, F>(
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     let kill = CancellationToken::new();
     let mut ctx = info.call_context(protocol, &shared);
-    ctx.session = Some(crate::verbs::Session {
-        conn_id: info.id,
-        outbox: tx,
-        kill: kill.clone(),
-    });
+    ctx.session = Some(crate::verbs::Session::new(info.id, tx, kill.clone()));
     let framer = make_framer(ctx);
     let opts = DriveOpts::new(&shared, &info, kill);
     let (rd, wr) = tokio::io::split(io);

@@ -12,8 +12,29 @@ use tokio_util::sync::CancellationToken;
 pub struct Session {
     /// The connection's number, unique in this process.
     pub conn_id: u64,
-    pub(crate) outbox: mpsc::Sender<Arc<Event>>,
-    pub(crate) kill: CancellationToken,
+    /// Shared by every call's copy: a `CallContext` is cloned per call, and cloning the
+    /// sender and the token themselves costs atomics and a mutex each.
+    pub(crate) link: Arc<SessionLink>,
+}
+
+/// A session's outbox and the token that drops it.
+#[derive(Debug)]
+pub(crate) struct SessionLink {
+    pub outbox: mpsc::Sender<Arc<Event>>,
+    pub kill: CancellationToken,
+}
+
+impl Session {
+    pub(crate) fn new(
+        conn_id: u64,
+        outbox: mpsc::Sender<Arc<Event>>,
+        kill: CancellationToken,
+    ) -> Self {
+        Session {
+            conn_id,
+            link: Arc::new(SessionLink { outbox, kill }),
+        }
+    }
 }
 
 /// Per-call facts, cheap to clone.
