@@ -73,29 +73,34 @@ pub(crate) trait TypedRun: Send + Sync {
     ) -> Option<Dispatched>;
 }
 
-/// The parameters of a msgpack params array at the start of `buf`, and where the array
-/// ends (see [`TypedRun::start_unframed`]).
-fn read_unframed<P: DeserializeOwned>(buf: &[u8], max_depth: usize) -> Option<(P, usize)> {
-    let n = rpcmux_msgpack_rpc::params_len(buf)?;
+/// The parameters of a msgpack params array at the start of `buf`; `used` is set to
+/// where the array ends (see [`TypedRun::start_unframed`]). A `Result`, not an `Option`
+/// of a pair: the parameters, which may be a big struct, keep their place on the way
+/// out instead of being copied into a bigger value.
+fn read_unframed<P: DeserializeOwned>(
+    buf: &[u8],
+    max_depth: usize,
+    used: &mut usize,
+) -> Result<P, ()> {
+    let n = rpcmux_msgpack_rpc::params_len(buf).ok_or(())?;
     let mut de = rpcmux_msgpack_rpc::typed::Deserializer::with_depth(buf, max_depth);
     let p = P::deserialize(ParamsDe {
         inner: &mut de,
         shape: Shape::Positional(n),
-    })
-    .ok()?;
+    });
     if de.skipped() {
-        return None;
+        return Err(());
     }
     // A verb without parameters is satisfied without reading the (empty) array.
-    let end = match de.position() {
+    *used = match de.position() {
         0 => {
             let mut header = rpcmux_msgpack_rpc::typed::Deserializer::new(buf);
-            serde::de::IgnoredAny::deserialize(&mut header).ok()?;
+            serde::de::IgnoredAny::deserialize(&mut header).map_err(|_| ())?;
             header.position()
         }
         end => end,
     };
-    Some((p, end))
+    p.map_err(|_| ())
 }
 
 /// An `async` typed handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)).
@@ -236,7 +241,8 @@ where
         used: &mut usize,
         begin: &mut dyn FnMut(&CallContext),
     ) -> Option<Dispatched> {
-        let (params, end) = read_unframed::<P>(buf, max_depth)?;
+        let mut end = 0;
+        let params = read_unframed::<P>(buf, max_depth, &mut end).ok()?;
         *used = end;
         begin(&ctx);
         Some(self.run(params, ctx))
@@ -283,7 +289,8 @@ where
         used: &mut usize,
         begin: &mut dyn FnMut(&CallContext),
     ) -> Option<Dispatched> {
-        let (params, end) = read_unframed::<P>(buf, max_depth)?;
+        let mut end = 0;
+        let params = read_unframed::<P>(buf, max_depth, &mut end).ok()?;
         *used = end;
         begin(&ctx);
         Some(self.run(params, ctx, defer))
