@@ -72,18 +72,17 @@ async fn main() -> std::io::Result<()> {
             }
         });
 
+    // A verb that answers without waiting can be synchronous: no future, answered as
+    // its call is read.
     let c = counter.clone();
     verbs
         .verb("counter.get")
         .help("Read the counter.")
-        .typed(move |(): (), ctx| {
-            let value = c.load(Ordering::Relaxed);
-            async move {
-                Ok::<_, RpcError>(Reading {
-                    value,
-                    via: ctx.protocol,
-                })
-            }
+        .typed_sync(move |(): (), ctx| {
+            Ok::<_, RpcError>(Reading {
+                value: c.load(Ordering::Relaxed),
+                via: ctx.protocol,
+            })
         });
     verbs.alias("get", "counter.get");
 

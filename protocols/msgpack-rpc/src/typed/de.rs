@@ -321,9 +321,60 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         false
     }
 
+    // A struct's keys and string fields, its sequences and nested structs: the tag they
+    // are nearly always sent with is tested first, a branch the CPU predicts, before
+    // the 256-way dispatch of `deserialize_any` (an indirect jump per item).
+    fn deserialize_str<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        match self.peek()? {
+            m @ 0xa0..=0xbf => {
+                self.pos += 1;
+                self.str(usize::from(m & 0x1f), v)
+            }
+            _ => self.deserialize_any(v),
+        }
+    }
+
+    fn deserialize_string<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        self.deserialize_str(v)
+    }
+
+    fn deserialize_identifier<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        self.deserialize_str(v)
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        match self.peek()? {
+            m @ 0x90..=0x9f => {
+                self.pos += 1;
+                self.seq(usize::from(m & 0x0f), v)
+            }
+            _ => self.deserialize_any(v),
+        }
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Error> {
+        match self.peek()? {
+            m @ 0x80..=0x8f => {
+                self.pos += 1;
+                self.map(usize::from(m & 0x0f), v)
+            }
+            0xde => {
+                self.pos += 1;
+                let n = self.u16()?;
+                self.map(n, v)
+            }
+            _ => self.deserialize_any(v),
+        }
+    }
+
     forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char
+        bytes byte_buf unit unit_struct tuple tuple_struct map
     }
 }
 
