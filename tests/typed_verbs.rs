@@ -34,21 +34,24 @@ struct Resized {
 /// Code of the domain error `VM.resize` answers for `mem: 0`.
 const ERR_BAD_SIZE: i64 = 7;
 
+/// `VM.resize`'s work, the same for its async and its synchronous form.
+fn resize(p: Resize) -> Result<Resized, RpcError> {
+    if p.mem == 0 {
+        return Err(RpcError::new(ERR_BAD_SIZE, "mem must be positive"));
+    }
+    Ok(Resized {
+        vm_id: p.vm_id,
+        mem: p.mem,
+        reason: p.reason.unwrap_or_else(|| "none".into()),
+    })
+}
+
 fn verbs() -> VerbTable {
     let mut verbs = VerbTable::new();
     verbs
         .verb("VM.resize")
         .help("Resize a VM.")
-        .typed(|p: Resize, _ctx| async move {
-            if p.mem == 0 {
-                return Err(RpcError::new(ERR_BAD_SIZE, "mem must be positive"));
-            }
-            Ok(Resized {
-                vm_id: p.vm_id,
-                mem: p.mem,
-                reason: p.reason.unwrap_or_else(|| "none".into()),
-            })
-        });
+        .typed(|p: Resize, _ctx| async move { resize(p) });
     verbs
         .verb("slow")
         .help("Sleep ms milliseconds.")
@@ -70,16 +73,7 @@ fn verbs() -> VerbTable {
     verbs
         .verb("VM.resizeNow")
         .help("Resize a VM, synchronously.")
-        .typed_sync(|p: Resize, _ctx| {
-            if p.mem == 0 {
-                return Err(RpcError::new(ERR_BAD_SIZE, "mem must be positive"));
-            }
-            Ok(Resized {
-                vm_id: p.vm_id,
-                mem: p.mem,
-                reason: p.reason.unwrap_or_else(|| "none".into()),
-            })
-        });
+        .typed_sync(|p: Resize, _ctx| resize(p));
     verbs
         .verb("boomNow")
         .help("Panic, synchronously.")

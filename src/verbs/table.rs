@@ -2,7 +2,7 @@
 
 use super::output::Output;
 use super::policy::{Policy, WhenBusy};
-use super::typed::{Input, Typed, TypedRun, TypedSync};
+use super::typed::{AsyncHandler, Input, SyncHandler, Typed, TypedRun};
 use super::{Args, CallContext};
 use futures_util::future::{BoxFuture, FutureExt};
 use rpcmux_value::{Params, RpcError, Value};
@@ -634,8 +634,8 @@ impl VerbBuilder<'_> {
         self.params = super::schema::params_of::<P>();
         let result = super::schema::schema_of::<R>();
         self.returns = super::schema::kind_of(&result);
-        let run = Run::Typed(Arc::new(Typed {
-            f,
+        let run = Run::Typed(Arc::new(Typed::<P, _> {
+            handler: AsyncHandler(f),
             _params: std::marker::PhantomData,
         }));
         self.finish(run, Some(result));
@@ -679,8 +679,8 @@ impl VerbBuilder<'_> {
         self.params = super::schema::params_of::<P>();
         let result = super::schema::schema_of::<R>();
         self.returns = super::schema::kind_of(&result);
-        let run = Run::Typed(Arc::new(TypedSync {
-            f: Arc::new(f),
+        let run = Run::Typed(Arc::new(Typed::<P, _> {
+            handler: SyncHandler(Arc::new(f)),
             _params: std::marker::PhantomData,
         }));
         self.finish(run, Some(result));

@@ -103,19 +103,56 @@ fn read_unframed<P: DeserializeOwned>(
     p.map_err(|_| ())
 }
 
-/// An `async` typed handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)).
-pub(crate) struct Typed<P, F> {
-    pub f: F,
+/// A typed verb: its parameter type `P` and its handler, [`AsyncHandler`] or
+/// [`SyncHandler`].
+pub(crate) struct Typed<P, H> {
+    pub handler: H,
     pub _params: PhantomData<fn(P)>,
 }
 
-/// A synchronous typed handler
-/// ([`VerbBuilder::typed_sync`](super::VerbBuilder::typed_sync)): it answers as it is
-/// called, with no future to allocate or poll.
-pub(crate) struct TypedSync<P, F> {
-    /// Shared with a deferred call's future.
-    pub f: std::sync::Arc<F>,
-    pub _params: PhantomData<fn(P)>,
+/// How a typed handler runs once its parameters are read. `defer`: not before the call
+/// is polled (a cap on concurrent calls admits it first).
+pub(crate) trait TypedHandler<P>: Send + Sync {
+    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched;
+}
+
+/// An `async` handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)): its future
+/// is the call (the cap's admission happens when it is polled).
+pub(crate) struct AsyncHandler<F>(pub F);
+
+/// A synchronous handler ([`VerbBuilder::typed_sync`](super::VerbBuilder::typed_sync)):
+/// it answers as it is called, with no future to allocate or poll; shared with a
+/// deferred call's future.
+pub(crate) struct SyncHandler<F>(pub std::sync::Arc<F>);
+
+impl<P, F, Fut, R, E> TypedHandler<P> for AsyncHandler<F>
+where
+    F: Fn(P, CallContext) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<R, E>> + Send + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn run(&self, params: P, ctx: CallContext, _defer: bool) -> Dispatched {
+        let fut = (self.0)(params, ctx);
+        Dispatched::Running(Box::pin(async move { typed_output(fut.await) }))
+    }
+}
+
+impl<P, F, R, E> TypedHandler<P> for SyncHandler<F>
+where
+    P: Send + 'static,
+    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+    R: Serialize + Send + 'static,
+    E: Into<RpcError> + 'static,
+{
+    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched {
+        if !defer {
+            return Dispatched::Ready(Some(typed_output((self.0)(params, ctx))));
+        }
+        // Run when polled, once the verb's cap admits it (see `table::guard`).
+        let f = self.0.clone();
+        Dispatched::Running(Box::pin(async move { typed_output(f(params, ctx)) }))
+    }
 }
 
 fn invalid(verb: &str, e: impl std::fmt::Display) -> RpcError {
@@ -213,62 +250,7 @@ fn raw_items(raw: &str) -> serde_json::Result<Vec<&serde_json::value::RawValue>>
     Ok(items)
 }
 
-impl<P, F, Fut, R, E> TypedRun for Typed<P, F>
-where
-    P: DeserializeOwned + 'static,
-    F: Fn(P, CallContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, E>> + Send + 'static,
-    R: Serialize + Send + 'static,
-    E: Into<RpcError> + 'static,
-{
-    fn start(
-        &self,
-        verb: &str,
-        input: Input<'_>,
-        ctx: CallContext,
-        _defer: bool,
-    ) -> Result<Dispatched, RpcError> {
-        let params: P = read(verb, input)?;
-        Ok(self.run(params, ctx))
-    }
-
-    fn start_unframed(
-        &self,
-        buf: &[u8],
-        max_depth: usize,
-        ctx: CallContext,
-        _defer: bool,
-        used: &mut usize,
-        begin: &mut dyn FnMut(&CallContext),
-    ) -> Option<Dispatched> {
-        let mut end = 0;
-        let params = read_unframed::<P>(buf, max_depth, &mut end).ok()?;
-        *used = end;
-        begin(&ctx);
-        Some(self.run(params, ctx))
-    }
-}
-
-impl<P, F, Fut, R, E> Typed<P, F>
-where
-    F: Fn(P, CallContext) -> Fut,
-    Fut: Future<Output = Result<R, E>> + Send + 'static,
-    R: Serialize + Send + 'static,
-    E: Into<RpcError> + 'static,
-{
-    fn run(&self, params: P, ctx: CallContext) -> Dispatched {
-        let fut = (self.f)(params, ctx);
-        Dispatched::Running(Box::pin(async move { typed_output(fut.await) }))
-    }
-}
-
-impl<P, F, R, E> TypedRun for TypedSync<P, F>
-where
-    P: DeserializeOwned + Send + 'static,
-    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
-    R: Serialize + Send + 'static,
-    E: Into<RpcError> + 'static,
-{
+impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H> {
     fn start(
         &self,
         verb: &str,
@@ -277,7 +259,7 @@ where
         defer: bool,
     ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
-        Ok(self.run(params, ctx, defer))
+        Ok(self.handler.run(params, ctx, defer))
     }
 
     fn start_unframed(
@@ -293,24 +275,7 @@ where
         let params = read_unframed::<P>(buf, max_depth, &mut end).ok()?;
         *used = end;
         begin(&ctx);
-        Some(self.run(params, ctx, defer))
-    }
-}
-
-impl<P, F, R, E> TypedSync<P, F>
-where
-    P: Send + 'static,
-    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
-    R: Serialize + Send + 'static,
-    E: Into<RpcError> + 'static,
-{
-    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched {
-        if !defer {
-            return Dispatched::Ready(Some(typed_output((self.f)(params, ctx))));
-        }
-        // Run when polled, once the verb's cap admits it (see `table::guard`).
-        let f = self.f.clone();
-        Dispatched::Running(Box::pin(async move { typed_output(f(params, ctx)) }))
+        Some(self.handler.run(params, ctx, defer))
     }
 }
 
