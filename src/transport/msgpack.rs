@@ -504,6 +504,30 @@ mod tests {
     use crate::bench::Payload;
     use crate::budget::Budget;
 
+    /// A session's framer over the demo verbs, with the server's observer (metrics on,
+    /// access log off) when `observed`.
+    fn demo_framer(observed: bool) -> Msgpack {
+        let mut verbs = VerbTable::new();
+        crate::demo::register(&mut verbs);
+        if observed {
+            verbs.observer = Some(Arc::new(crate::observe::Observer::new(
+                Some(Arc::new(crate::observe::Metrics::new())),
+                crate::observe::AccessLog {
+                    level: crate::AccessLevel::Off,
+                    slow: std::time::Duration::from_secs(1),
+                },
+            )));
+        }
+        Msgpack {
+            codec: MsgpackRpcCodec::new(Limits::default()),
+            verbs: Arc::new(verbs),
+            ctx: CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default())),
+            max_reply: 1 << 24,
+            max_batch: 100,
+            max_frame: 1 << 24,
+        }
+    }
+
     /// The framer's whole per-call work (framing, dispatch, encoding) without sockets:
     /// a loop for profiling, not a timed test (`cargo test --release --lib --
     /// --ignored framer_loop --nocapture`).
@@ -515,31 +539,14 @@ mod tests {
             if only.as_ref().is_some_and(|o| *o != payload.name) {
                 continue;
             }
-            let mut verbs = VerbTable::new();
-            crate::demo::register(&mut verbs);
-            verbs.observer = Some(Arc::new(crate::observe::Observer::new(
-                Some(Arc::new(crate::observe::Metrics::new())),
-                crate::observe::AccessLog {
-                    level: crate::AccessLevel::Off,
-                    slow: std::time::Duration::from_secs(1),
-                },
-            )));
-            let hub = Arc::new(crate::EventHub::default());
-            let ctx = CallContext::new("msgpack-rpc", hub);
-            let mut framer = Msgpack {
-                codec: MsgpackRpcCodec::new(Limits::default()),
-                verbs: Arc::new(verbs),
-                ctx,
-                max_reply: 1 << 24,
-                max_batch: 100,
-                max_frame: 1 << 24,
-            };
+            let mut framer = demo_framer(true);
             let rpcmux_value::Params::Positional(params) = &payload.params else {
                 panic!()
             };
             let mut block = BytesMut::new();
             for id in 0..16 {
-                encode_request_for_test(&mut block, id, &payload.method, params);
+                rpcmux_msgpack_rpc::encode_request(&mut block, id, &payload.method, params)
+                    .unwrap();
             }
             let mut calls = Calls::new(Budget::new(1 << 30));
             let mut out = BytesMut::with_capacity(64 << 10);
@@ -569,16 +576,7 @@ mod tests {
     #[test]
     fn pipelined_calls_to_typed_and_dynamic_verbs_are_each_answered() {
         use rpcmux_value::Value;
-        let mut verbs = VerbTable::new();
-        crate::demo::register(&mut verbs);
-        let mut framer = Msgpack {
-            codec: MsgpackRpcCodec::new(Limits::default()),
-            verbs: Arc::new(verbs),
-            ctx: CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default())),
-            max_reply: 1 << 20,
-            max_batch: 100,
-            max_frame: 1 << 20,
-        };
+        let mut framer = demo_framer(false);
         let entry = match Payload::music_entry_typed().params {
             rpcmux_value::Params::Positional(p) => p,
             _ => unreachable!(),
@@ -599,7 +597,7 @@ mod tests {
         ];
         let mut input = BytesMut::new();
         for (id, (method, params)) in calls.iter().enumerate() {
-            encode_request_for_test(&mut input, id as u32, method, params);
+            rpcmux_msgpack_rpc::encode_request(&mut input, id as u32, method, params).unwrap();
         }
         let mut calls_running = Calls::new(Budget::new(1 << 30));
         let mut out = BytesMut::new();
@@ -641,14 +639,5 @@ mod tests {
         // An unknown field is ignored (serde's default), on the framed path.
         assert_eq!(answers[&4].as_ref().unwrap(), &entry[0]);
         assert_eq!(answers[&5].as_ref().unwrap(), &Value::Bool(true));
-    }
-
-    fn encode_request_for_test(
-        out: &mut BytesMut,
-        id: u32,
-        method: &str,
-        params: &[rpcmux_value::Value],
-    ) {
-        rpcmux_msgpack_rpc::encode_request(out, id, method, params).unwrap();
     }
 }

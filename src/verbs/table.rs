@@ -325,9 +325,7 @@ impl VerbTable {
                 return match std::panic::catch_unwind(AssertUnwindSafe(|| {
                     t.start(&verb.name, input, ctx, defer)
                 })) {
-                    Ok(Ok(Dispatched::Running(fut))) => guard(verb, fut, abort, call),
-                    Ok(Ok(Dispatched::Ready(Some(r)))) => done(call, r),
-                    Ok(Ok(Dispatched::Ready(None))) => done(call, Err(answered_twice())),
+                    Ok(Ok(started)) => settle(verb, started, abort, call),
                     Ok(Err(e)) => done(call, Err(e)),
                     Err(_) => done(call, Err(panicked(&verb.name))),
                 };
@@ -374,9 +372,7 @@ impl VerbTable {
         }));
         let reply = match started {
             Ok(None) => return None,
-            Ok(Some(Dispatched::Running(fut))) => guard(verb, fut, abort, call),
-            Ok(Some(Dispatched::Ready(Some(r)))) => done(call, r),
-            Ok(Some(Dispatched::Ready(None))) => done(call, Err(answered_twice())),
+            Ok(Some(started)) => settle(verb, started, abort, call),
             // A panic while reading the parameters (a `Deserialize` of the verb's
             // own): the framed path reads them again and answers it.
             Err(_) if used == 0 => return None,
@@ -409,6 +405,19 @@ fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Disp
         c.finish(&r);
     }
     Dispatched::Ready(Some(r))
+}
+
+/// A typed handler's start: answered (observed as done), or running (guarded).
+fn settle(
+    verb: &Arc<Verb>,
+    started: Dispatched,
+    abort: Option<Arc<super::Abort>>,
+    call: Option<crate::observe::Call>,
+) -> Dispatched {
+    match started {
+        Dispatched::Running(fut) => guard(verb, fut, abort, call),
+        Dispatched::Ready(r) => done(call, r.unwrap_or_else(|| Err(answered_twice()))),
+    }
 }
 
 /// A started call, with its panics caught, its verb's policy applied, the server's
