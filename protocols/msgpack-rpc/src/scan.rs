@@ -206,12 +206,6 @@ fn scan_whole(buf: &[u8], limits: &Limits) -> Option<usize> {
     let mut outer = [0usize; WHOLE_DEPTH];
     let mut depth = 1;
     let mut pos = 1;
-    // Tag bytes matched here again rather than through `header`, whose error type
-    // makes every call return through memory.
-    let be = |at: usize, n: usize| -> Option<usize> {
-        let b = buf.get(at..at + n)?;
-        Some(b.iter().fold(0usize, |acc, &x| (acc << 8) | usize::from(x)))
-    };
     loop {
         while left == 0 {
             depth -= 1;
@@ -221,26 +215,11 @@ fn scan_whole(buf: &[u8], limits: &Limits) -> Option<usize> {
             left = outer[depth];
         }
         left -= 1;
-        let b = *buf.get(pos)?;
-        let (len, children) = match b {
-            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => (1, 0),
-            0xa0..=0xbf => (1 + usize::from(b & 0x1f), 0),
-            0x80..=0x8f => (1, 2 * usize::from(b & 0x0f)),
-            0x90..=0x9f => (1, usize::from(b & 0x0f)),
-            0xcc | 0xd0 => (2, 0),
-            0xcd | 0xd1 => (3, 0),
-            0xce | 0xd2 | 0xca => (5, 0),
-            0xcf | 0xd3 | 0xcb => (9, 0),
-            0xd9 | 0xc4 => (2 + be(pos + 1, 1)?, 0),
-            0xda | 0xc5 => (3 + be(pos + 1, 2)?, 0),
-            0xdb | 0xc6 => (5 + be(pos + 1, 4)?, 0),
-            0xdc => (3, be(pos + 1, 2)?),
-            0xdd => (5, be(pos + 1, 4)?),
-            0xde => (3, 2 * be(pos + 1, 2)?),
-            0xdf => (5, 2 * be(pos + 1, 4)?),
-            // Extension types and the reserved byte.
-            _ => return None,
-        };
+        let item = header(buf.get(pos..)?).ok()?.ok()?;
+        let (len, children) = (
+            usize::try_from(item.len).ok()?,
+            usize::try_from(item.children).ok()?,
+        );
         pos = pos.checked_add(len)?;
         if pos > buf.len() {
             return None;
@@ -287,8 +266,9 @@ fn field(rest: &[u8], at: usize, width: usize) -> Result<u64, usize> {
 
 /// Decode one item header from the start of `rest`: `Ok(Err(need))` if more bytes are
 /// needed to know its size. A plain match on the tag byte: this runs once per item of
-/// every message, so it avoids building anything.
-#[inline]
+/// every message, so it avoids building anything (and is inlined into both scans: a
+/// call would return its result through memory).
+#[inline(always)]
 fn header(rest: &[u8]) -> Result<Result<Item, usize>, CodecError> {
     let Some(&b) = rest.first() else {
         return Ok(Err(1));
