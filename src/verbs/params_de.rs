@@ -52,7 +52,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
 
     fn deserialize_unit<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
         match self.shape {
-            Shape::Positional(0) | Shape::Named(0) => v.visit_unit(),
+            // The empty list is read all the same, so a reader that tells where the
+            // parameters end (msgpack's, reading an unframed call) has passed them.
+            Shape::Positional(0) | Shape::Named(0) => self.inner.deserialize_any(Nothing(v)),
             Shape::Positional(n) | Shape::Named(n) => Err(de::Error::custom(format_args!(
                 "takes no parameters, got {n}"
             ))),
@@ -81,6 +83,35 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf option newtype_struct seq tuple_struct map enum identifier
         ignored_any
+    }
+}
+
+/// An empty parameter list (array, map or nil), visited as unit.
+struct Nothing<V>(V);
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Nothing<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("no parameters")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.0.visit_unit()
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<V::Value, A::Error> {
+        match seq.next_element::<de::IgnoredAny>()? {
+            None => self.0.visit_unit(),
+            Some(_) => Err(de::Error::custom("takes no parameters")),
+        }
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<V::Value, A::Error> {
+        match map.next_key::<de::IgnoredAny>()? {
+            None => self.0.visit_unit(),
+            Some(_) => Err(de::Error::custom("takes no parameters")),
+        }
     }
 }
 

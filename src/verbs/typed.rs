@@ -7,7 +7,7 @@ use super::params_de::{explain, ParamsDe, Shape};
 use super::table::Dispatched;
 use super::CallContext;
 use rpcmux_value::{Params, RpcError, Value};
-use serde::de::{Deserialize, DeserializeOwned};
+use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -91,15 +91,7 @@ fn read_unframed<P: DeserializeOwned>(
     if de.skipped() {
         return Err(());
     }
-    // A verb without parameters is satisfied without reading the (empty) array.
-    *used = match de.position() {
-        0 => {
-            let mut header = rpcmux_msgpack_rpc::typed::Deserializer::new(buf);
-            serde::de::IgnoredAny::deserialize(&mut header).map_err(|_| ())?;
-            header.position()
-        }
-        end => end,
-    };
+    *used = de.position();
     p.map_err(|_| ())
 }
 
