@@ -108,21 +108,34 @@ fn len_u32(what: &'static str, len: usize) -> Result<u32, EncodeError> {
     u32::try_from(len).map_err(|_| EncodeError { what, len })
 }
 
-#[inline]
+#[inline(always)]
 pub(crate) fn put_str<B: BufMut>(out: &mut B, s: &str) -> Result<(), EncodeError> {
     // Most strings (struct keys, short values) are fixstrs: tag and bytes go in one
-    // write when the buffer has the room, not one bounds-checked write each. Half a
-    // typed reply's encoding time went to these writes.
-    if s.len() < 32 {
+    // write when the buffer has the room, with no bounds check or `memcpy` call per
+    // piece. These writes were half a typed reply's encoding time, and a libc `memcpy`
+    // call costs more than the few bytes it copies.
+    let n = s.len();
+    if n < 32 {
         let dst = out.chunk_mut();
-        if dst.len() > s.len() {
-            dst.write_byte(0, Marker::FixStr(s.len() as u8).to_u8());
-            dst[1..=s.len()].copy_from_slice(s.as_bytes());
-            // SAFETY: the tag and `s.len()` bytes after it were just written.
-            unsafe { out.advance_mut(s.len() + 1) };
+        if dst.len() > n {
+            let p = dst.as_mut_ptr();
+            // SAFETY: `dst` has room for the tag and `n` bytes after it, all written
+            // here before they are counted in.
+            unsafe {
+                p.write(Marker::FixStr(n as u8).to_u8());
+                copy_short(s.as_ptr(), p.add(1), n);
+                out.advance_mut(n + 1);
+            }
             return Ok(());
         }
     }
+    put_str_slow(out, s)
+}
+
+/// [`put_str`] for a long string or a full buffer: out of line, so the short path
+/// inlined at every caller stays small (it saved and restored registers for this one).
+#[inline(never)]
+fn put_str_slow<B: BufMut>(out: &mut B, s: &str) -> Result<(), EncodeError> {
     let len = len_u32("string", s.len())?;
     if len < 32 {
         out.put_u8(Marker::FixStr(len as u8).to_u8());
@@ -138,6 +151,40 @@ pub(crate) fn put_str<B: BufMut>(out: &mut B, s: &str) -> Result<(), EncodeError
     }
     out.put_slice(s.as_bytes());
     Ok(())
+}
+
+/// Copy `n < 32` bytes with at most four unaligned loads and stores (overlapping when
+/// `n` is not a power of two), inline: what `memcpy` does for short lengths, without
+/// the call and its length dispatch.
+///
+/// # Safety
+/// `src` must be readable and `dst` writable for `n` bytes, and they must not overlap.
+#[inline(always)]
+unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
+    debug_assert!(n < 32);
+    // SAFETY (each arm): every offset read or written is below `n`.
+    unsafe {
+        if n >= 16 {
+            let (a, b) = (src.cast::<[u8; 16]>(), src.add(n - 16).cast::<[u8; 16]>());
+            let (a, b) = (a.read_unaligned(), b.read_unaligned());
+            dst.cast::<[u8; 16]>().write_unaligned(a);
+            dst.add(n - 16).cast::<[u8; 16]>().write_unaligned(b);
+        } else if n >= 8 {
+            let (a, b) = (src.cast::<u64>(), src.add(n - 8).cast::<u64>());
+            let (a, b) = (a.read_unaligned(), b.read_unaligned());
+            dst.cast::<u64>().write_unaligned(a);
+            dst.add(n - 8).cast::<u64>().write_unaligned(b);
+        } else if n >= 4 {
+            let (a, b) = (src.cast::<u32>(), src.add(n - 4).cast::<u32>());
+            let (a, b) = (a.read_unaligned(), b.read_unaligned());
+            dst.cast::<u32>().write_unaligned(a);
+            dst.add(n - 4).cast::<u32>().write_unaligned(b);
+        } else if n > 0 {
+            *dst = *src;
+            *dst.add(n / 2) = *src.add(n / 2);
+            *dst.add(n - 1) = *src.add(n - 1);
+        }
+    }
 }
 
 #[inline]
@@ -190,12 +237,32 @@ pub(crate) fn put_map_len<B: BufMut>(out: &mut B, len: usize) -> Result<(), Enco
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::BytesMut;
     use rpcmux_value::{vstruct, DateTime};
 
     fn enc(v: &Value) -> Vec<u8> {
         let mut out = Vec::new();
         write_value(&mut out, v).unwrap();
         out
+    }
+
+    #[test]
+    fn strings_of_every_short_length_are_written_whole() {
+        let text: String = ('a'..='z').chain('A'..='Z').collect();
+        for n in 0..=40 {
+            let s = &text[..n];
+            let mut want = Vec::new();
+            rmp::encode::write_str(&mut want, s).unwrap();
+            // After other bytes, into a buffer one byte short of the room (the slow
+            // path), with exactly the room, full (it grows first), and roomy.
+            for spare in [n, n + 1, 0, 64] {
+                let mut out = BytesMut::with_capacity(2 + spare);
+                out.extend_from_slice(b"xy");
+                put_str(&mut out, s).unwrap();
+                assert_eq!(&out[..2], b"xy", "n={n}");
+                assert_eq!(&out[2..], &want[..], "n={n} spare={spare}");
+            }
+        }
     }
 
     #[test]
