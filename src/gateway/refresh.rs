@@ -66,7 +66,7 @@ impl UpstreamRefresher {
                         up.name, e.message, e.code
                     ))
                 })?;
-            let (set, skipped) = build(up, target, c, found, &taken, &VerbSet::new());
+            let (set, skipped) = build(up, target, c, found, &taken, &VerbSet::default());
             for name in &skipped {
                 tracing::warn!(upstream = %up.name, verb = %name, "upstream verb not served: the name is taken");
             }
@@ -204,7 +204,7 @@ impl UpstreamRefresher {
 impl Inner {
     /// Serve the union of `sets`, earlier upstreams first.
     fn publish(&self, sets: &[VerbSet]) {
-        let mut all = VerbSet::new();
+        let mut all = VerbSet::default();
         for set in sets {
             for (k, v) in set {
                 all.entry(k.clone()).or_insert_with(|| v.clone());

@@ -12,11 +12,11 @@
 //! (a refresh) and a read holds the lock only to clone one `Arc`.
 
 use super::Verb;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The changing verbs, by name.
-pub(crate) type VerbSet = HashMap<String, Arc<Verb>>;
+pub(crate) type VerbSet = super::table::Names<Arc<Verb>>;
 
 /// A swappable set of verbs, shared by the table (which reads it) and whoever replaces
 /// it (the gateway's refresher).

@@ -119,10 +119,15 @@ impl std::fmt::Debug for Verb {
     }
 }
 
+/// Every call hashes its method name once or twice here. foldhash, seeded per process,
+/// not std's SipHash (a visible share of a small call's time): the DoS resistance SipHash
+/// buys is for tables clients can insert into, and nothing a client sends is inserted.
+pub(crate) type Names<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 /// The dispatch table: verbs by name, plus aliases (old flat names to namespaced ones).
 pub struct VerbTable {
-    verbs: HashMap<String, Arc<Verb>>,
-    aliases: HashMap<String, String>,
+    verbs: Names<Arc<Verb>>,
+    aliases: Names<String>,
     /// Verbs that may change while serving (upstream verbs), consulted only for names
     /// the table does not own (see `extra.rs`).
     pub(crate) extra: Arc<super::extra::Extra>,
@@ -135,8 +140,8 @@ pub struct VerbTable {
 impl Default for VerbTable {
     fn default() -> Self {
         VerbTable {
-            verbs: HashMap::new(),
-            aliases: HashMap::new(),
+            verbs: Names::default(),
+            aliases: Names::default(),
             extra: Default::default(),
             max_batch: crate::Limits::default().max_batch,
             observer: None,
