@@ -153,6 +153,21 @@ fn put_str_slow<B: BufMut>(out: &mut B, s: &str) -> Result<(), EncodeError> {
     Ok(())
 }
 
+/// An owned copy of a string shorter than 32 bytes (a fixstr's), copied inline.
+#[inline]
+pub(crate) fn short_string(s: &str) -> String {
+    let n = s.len();
+    assert!(n < 32, "short_string takes fixstr lengths");
+    let mut bytes = Vec::with_capacity(n);
+    // SAFETY: `bytes` has room for `n` bytes, all written before they are counted in;
+    // they are `s`'s, so UTF-8.
+    unsafe {
+        copy_short(s.as_ptr(), bytes.as_mut_ptr(), n);
+        bytes.set_len(n);
+        String::from_utf8_unchecked(bytes)
+    }
+}
+
 /// Copy `n < 32` bytes with at most four unaligned loads and stores (overlapping when
 /// `n` is not a power of two), inline: what `memcpy` does for short lengths, without
 /// the call and its length dispatch.

@@ -334,8 +334,21 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         }
     }
 
+    // A type asking for a string it will own (a `String` field) gets one made here,
+    // the bytes copied inline: `to_owned` in serde's visitor paid a `memcpy` call, with
+    // its length dispatch, for each few-byte string.
     fn deserialize_string<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
-        self.deserialize_str(v)
+        match self.peek()? {
+            m @ 0xa0..=0xbf => {
+                self.pos += 1;
+                let raw = self.take(usize::from(m & 0x1f))?;
+                match utf8(raw) {
+                    Some(s) => v.visit_string(crate::encode::short_string(s)),
+                    None => v.visit_borrowed_bytes(raw),
+                }
+            }
+            _ => self.deserialize_any(v),
+        }
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {

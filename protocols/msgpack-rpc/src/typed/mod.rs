@@ -242,6 +242,27 @@ mod tests {
     }
 
     #[test]
+    fn owned_strings_of_every_length_read_whole() {
+        let text: String = ('a'..='z').chain('A'..='Z').collect();
+        for n in 0..=40 {
+            let s = &text[..n];
+            let wire = enc(&s);
+            assert_eq!(from_slice::<String>(&wire).unwrap(), s, "{} bytes", s.len());
+            // Borrowed and owned reads agree, in a struct as on their own.
+            assert_eq!(
+                from_slice::<(String, Box<str>)>(&enc(&(s, s)))
+                    .unwrap()
+                    .1
+                    .as_ref(),
+                s
+            );
+        }
+        // Multi-byte UTF-8 read from a fixstr (the inline copy), and a truncated one.
+        assert_eq!(from_slice::<String>(&enc(&"é€😀")).unwrap(), "é€😀");
+        assert!(from_slice::<String>(&[0xa5, b'a', b'b']).is_err());
+    }
+
+    #[test]
     fn hostile_input_is_an_error_not_a_panic() {
         let deep = [vec![0x91; 100], vec![0xc0]].concat();
         assert!(from_slice::<Value>(&deep).unwrap_err().0.contains("nested"));
