@@ -45,6 +45,14 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
                 "takes at most {} parameter(s), got {n}",
                 fields.len()
             ))),
+            // Every parameter sent: the struct reads them in order, as the sequence they
+            // are (serde's `visit_seq`). No field names to match, and no per-field
+            // `Option` slot to fill and then unwrap: a big parameter was copied once per
+            // such step. (A hand-written `Deserialize` must take a sequence too, as
+            // derived ones and formats like bincode have it.)
+            Shape::Positional(n) if n == fields.len() => {
+                self.inner.deserialize_seq(SeqNamed { visitor, fields })
+            }
             Shape::Positional(n) => self.inner.deserialize_seq(SeqAsMap { visitor, fields, n }),
             Shape::Named(_) => self.inner.deserialize_map(KnownNames { visitor, fields }),
         }
@@ -112,6 +120,52 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Nothing<V> {
             None => self.0.visit_unit(),
             Some(_) => Err(de::Error::custom("takes no parameters")),
         }
+    }
+}
+
+/// A struct visitor fed a whole parameter array as its sequence of fields.
+struct SeqNamed<V> {
+    visitor: V,
+    fields: &'static [&'static str],
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for SeqNamed<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of parameters")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_seq(NamedItems {
+            seq,
+            fields: self.fields,
+            i: 0,
+        })
+    }
+}
+
+/// The items of a parameter array, each one's errors naming its parameter.
+struct NamedItems<A> {
+    seq: A,
+    fields: &'static [&'static str],
+    i: usize,
+}
+
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for NamedItems<A> {
+    type Error = A::Error;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, A::Error> {
+        let field = self.fields.get(self.i).copied().unwrap_or("?");
+        self.i += 1;
+        self.seq.next_element_seed(Named { seed, field })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.seq.size_hint()
     }
 }
 
@@ -305,6 +359,21 @@ mod tests {
             e.starts_with("parameter `mem`: invalid type: string \"x\""),
             "{e}"
         );
+        // Every parameter sent (read as the struct's sequence): errors still name theirs.
+        let all = positional(vec!["a".into(), 5.into(), Value::Array(vec!["t".into()])]);
+        let want = Create {
+            vmID: "a".into(),
+            mem: Some(5),
+            tags: vec!["t".into()],
+        };
+        assert_eq!(all, Ok(want));
+        let e = positional(vec!["a".into(), 5.into(), "t".into()]).unwrap_err();
+        assert!(
+            e.starts_with("parameter `tags`: invalid type: string \"t\""),
+            "{e}"
+        );
+        let e = positional(vec![7.into(), 5.into(), Value::Array(vec![])]).unwrap_err();
+        assert!(e.starts_with("parameter `vmID`: invalid type"), "{e}");
         let e = positional(vec!["a".into(), 1.into(), Value::Array(vec![]), 4.into()]);
         assert_eq!(e.unwrap_err(), "takes at most 3 parameter(s), got 4");
     }
