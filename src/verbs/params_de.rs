@@ -300,9 +300,12 @@ impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for Named<S> {
 /// serde's words, in a parameter list's terms; serde_json's positions dropped (they
 /// point into the request, which the caller did not write by hand).
 pub(crate) fn explain(e: impl fmt::Display) -> String {
-    let mut s = e
-        .to_string()
-        .replace("missing field `", "missing parameter `");
+    let mut s = e.to_string();
+    // Only a missing parameter itself: a field missing inside one ("parameter `vm`:
+    // missing field `id`") is a field of that parameter's value.
+    if let Some(rest) = s.strip_prefix("missing field `") {
+        s = format!("missing parameter `{rest}");
+    }
     while let Some(at) = s.find(" at line ") {
         let rest = &s[at + 9..];
         let end = rest
@@ -374,6 +377,19 @@ mod tests {
         );
         let e = positional(vec![7.into(), 5.into(), Value::Array(vec![])]).unwrap_err();
         assert!(e.starts_with("parameter `vmID`: invalid type"), "{e}");
+        // A field missing inside a parameter's value is that value's field.
+        #[derive(Debug, Deserialize)]
+        struct Outer {
+            #[allow(dead_code)]
+            inner: Create,
+        }
+        let e = Outer::deserialize(ParamsDe {
+            inner: Value::Array(vec![vstruct! { "mem" => 1 }]),
+            shape: Shape::Positional(1),
+        })
+        .map_err(explain)
+        .unwrap_err();
+        assert_eq!(e, "parameter `inner`: missing field `vmID`");
         let e = positional(vec!["a".into(), 1.into(), Value::Array(vec![]), 4.into()]);
         assert_eq!(e.unwrap_err(), "takes at most 3 parameter(s), got 4");
     }
