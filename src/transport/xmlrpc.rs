@@ -5,6 +5,7 @@
 
 use crate::heavy;
 use crate::server::{ConnInfo, Shared};
+use crate::verbs::{Input, Output};
 use bytes::Bytes;
 use rpcmux_value::{Params, RpcError};
 
@@ -23,16 +24,19 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
         }
     };
     let ctx = info.call_context("xmlrpc", shared);
-    let result = shared
-        .verbs
-        .call(&call.method, Params::Positional(call.params), ctx)
-        .await;
+    let params = Input::Tree(Params::Positional(call.params));
+    let result = shared.verbs.dispatch(&call.method, params, ctx).await;
     let max_reply = shared.config.limits.max_reply;
     heavy::run(size, move || {
         let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
-        match result {
-            Ok(v) => rpcmux_xmlrpc::write_response(&mut out, &v),
-            Err(e) => rpcmux_xmlrpc::write_fault(&mut out, &e),
+        // A typed result is written straight to XML, with no value tree between.
+        let written = match result {
+            Ok(Output::Value(v)) => rpcmux_xmlrpc::try_write_response(&mut out, &v),
+            Ok(Output::Typed(t)) => t.to_xmlrpc_response(&mut out),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
+            rpcmux_xmlrpc::write_fault(&mut out, &e);
         }
         if out.len() > max_reply {
             return fault_body(&super::msgpack::reply_too_large(max_reply));

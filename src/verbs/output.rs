@@ -1,6 +1,6 @@
 //! What a verb answers: a `Value` tree (dynamic verbs), or a typed result that each
-//! protocol serializes straight into its output (JSON and msgpack with serde, no tree;
-//! XML-RPC through [`rpcmux_value::to_value`]).
+//! protocol serializes straight into its output (JSON, msgpack and XML-RPC with serde,
+//! no tree; XML-RPC leaves a few rare forms to [`rpcmux_value::to_value`]).
 
 use bytes::BytesMut;
 use rpcmux_value::{RpcError, Value};
@@ -49,6 +49,13 @@ pub trait Encode: Send {
     fn to_msgpack(&self, out: &mut BytesMut) -> Result<(), String>;
     /// The result as a value tree.
     fn to_value(&self) -> Result<Value, rpcmux_value::ValueError>;
+    /// Append a whole XML-RPC `<methodResponse>` holding the result (the protocol has no
+    /// bare value on the wire), or say why it cannot be written (-32603), `out` then as
+    /// it was. By default through [`Encode::to_value`].
+    fn to_xmlrpc_response(&self, out: &mut Vec<u8>) -> Result<(), RpcError> {
+        let v = self.to_value().map_err(cannot_encode)?;
+        rpcmux_xmlrpc::try_write_response(out, &v)
+    }
 }
 
 impl<T: Serialize + Send> Encode for T {
@@ -60,6 +67,17 @@ impl<T: Serialize + Send> Encode for T {
     }
     fn to_value(&self) -> Result<Value, rpcmux_value::ValueError> {
         rpcmux_value::to_value(self)
+    }
+    /// Straight into the buffer, no tree, for the forms results nearly always take;
+    /// the rest through the tree (see `rpcmux_xmlrpc::try_write_typed_response`).
+    fn to_xmlrpc_response(&self, out: &mut Vec<u8>) -> Result<(), RpcError> {
+        match rpcmux_xmlrpc::try_write_typed_response(out, self)? {
+            rpcmux_xmlrpc::Written::Done => Ok(()),
+            rpcmux_xmlrpc::Written::Fallback => {
+                let v = self.to_value().map_err(cannot_encode)?;
+                rpcmux_xmlrpc::try_write_response(out, &v)
+            }
+        }
     }
 }
 

@@ -37,12 +37,14 @@ mod read;
 mod read_value;
 mod scalar;
 mod tag;
+mod typed;
 mod unescape;
 mod write;
 mod xmlchar;
 
 pub use limits::Limits;
 pub use read::{parse_call, parse_response};
+pub use typed::{try_write_typed_response, Written};
 pub use write::{
     try_write_call, try_write_response, try_write_value, write_call, write_fault, write_response,
     write_value,

@@ -30,7 +30,7 @@ use base64::Engine as _;
 use chrono::{Datelike, Timelike};
 use rpcmux_value::{DateTime, RpcError, Value};
 
-const XML_DECL: &[u8] = b"<?xml version=\"1.0\"?>\n";
+pub(crate) const XML_DECL: &[u8] = b"<?xml version=\"1.0\"?>\n";
 
 /// `<value>…</value>` for one value, recursively. A string holding a character XML 1.0
 /// cannot carry is written with character references no reader accepts; use
@@ -49,7 +49,7 @@ pub fn try_write_value(out: &mut Vec<u8>, v: &Value) -> Result<(), RpcError> {
 }
 
 /// Keep what was written, or undo it and name the character that cannot be carried.
-fn checked(out: &mut Vec<u8>, start: usize, bad: Option<char>) -> Result<(), RpcError> {
+pub(crate) fn checked(out: &mut Vec<u8>, start: usize, bad: Option<char>) -> Result<(), RpcError> {
     match bad {
         None => Ok(()),
         Some(c) => {
@@ -188,7 +188,7 @@ fn call(out: &mut Vec<u8>, method: &str, params: &[Value]) -> Option<char> {
     bad
 }
 
-fn write_int(out: &mut Vec<u8>, i: i64) {
+pub(crate) fn write_int(out: &mut Vec<u8>, i: i64) {
     let mut buf = itoa::Buffer::new();
     if i32::try_from(i).is_ok() {
         out.extend_from_slice(b"<int>");
@@ -201,7 +201,7 @@ fn write_int(out: &mut Vec<u8>, i: i64) {
     }
 }
 
-fn write_double(out: &mut Vec<u8>, d: f64) {
+pub(crate) fn write_double(out: &mut Vec<u8>, d: f64) {
     if d.is_finite() {
         out.extend_from_slice(ryu::Buffer::new().format_finite(d).as_bytes());
     } else if d.is_nan() {
@@ -214,7 +214,7 @@ fn write_double(out: &mut Vec<u8>, d: f64) {
 }
 
 /// Standard base64 on one line, encoded straight into the buffer.
-fn write_base64(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn write_base64(out: &mut Vec<u8>, bytes: &[u8]) {
     let engine = &base64::engine::general_purpose::STANDARD;
     let start = out.len();
     // `encoded_len` is None only past usize::MAX, which no Vec<u8> input can reach.
