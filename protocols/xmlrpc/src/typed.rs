@@ -116,6 +116,15 @@ impl Ser<'_> {
     }
 }
 
+/// `serialize_<int>` methods writing any int that fits `i64`, leaving the rest to the tree.
+macro_rules! ints {
+    ($($method:ident: $t:ty),*) => {$(
+        fn $method(self, v: $t) -> R {
+            self.int(i64::try_from(v).map_err(|_| Fallback)?)
+        }
+    )*};
+}
+
 impl<'s, 'a> ser::Serializer for &'s mut Ser<'a> {
     type Ok = ();
     type Error = Fallback;
@@ -134,36 +143,19 @@ impl<'s, 'a> ser::Serializer for &'s mut Ser<'a> {
             b"<boolean>0</boolean>"
         })
     }
-    fn serialize_i8(self, v: i8) -> R {
-        self.int(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> R {
-        self.int(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> R {
-        self.int(v.into())
-    }
-    fn serialize_i64(self, v: i64) -> R {
-        self.int(v)
-    }
-    fn serialize_i128(self, v: i128) -> R {
-        self.int(i64::try_from(v).map_err(|_| Fallback)?)
-    }
-    fn serialize_u8(self, v: u8) -> R {
-        self.int(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> R {
-        self.int(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> R {
-        self.int(v.into())
-    }
-    fn serialize_u64(self, v: u64) -> R {
-        self.int(i64::try_from(v).map_err(|_| Fallback)?)
-    }
-    fn serialize_u128(self, v: u128) -> R {
-        self.int(i64::try_from(v).map_err(|_| Fallback)?)
-    }
+    // Every int width: an `<int>`/`<i8>` when it fits 64 signed bits, else the tree's.
+    ints!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, v: f32) -> R {
         self.serialize_f64(v.into())
     }
@@ -293,49 +285,28 @@ impl Items<'_, '_> {
     }
 }
 
-impl ser::SerializeSeq for Items<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.item(v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
+/// serde's four sequence traits, each one `item` per element and `close` at the end.
+macro_rules! items_impl {
+    ($($tr:ident :: $method:ident),*) => {$(
+        impl ser::$tr for Items<'_, '_> {
+            type Ok = ();
+            type Error = Fallback;
+            fn $method<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
+                self.item(v)
+            }
+            fn end(self) -> R {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Items<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.item(v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Items<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.item(v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Items<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, v: &T) -> R {
-        self.item(v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
-}
+items_impl!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 /// A struct being written; `variant`: inside a one-member struct to close too.
 struct Members<'s, 'a> {
@@ -375,27 +346,23 @@ impl ser::SerializeMap for Members<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Members<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, k: &'static str, v: &T) -> R {
-        self.member(k, v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
+/// A struct's fields, and a struct variant's, are members by name.
+macro_rules! members_impl {
+    ($($tr:ident),*) => {$(
+        impl ser::$tr for Members<'_, '_> {
+            type Ok = ();
+            type Error = Fallback;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, k: &'static str, v: &T) -> R {
+                self.member(k, v)
+            }
+            fn end(self) -> R {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Members<'_, '_> {
-    type Ok = ();
-    type Error = Fallback;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, k: &'static str, v: &T) -> R {
-        self.member(k, v)
-    }
-    fn end(self) -> R {
-        self.close()
-    }
-}
+members_impl!(SerializeStruct, SerializeStructVariant);
 
 /// Writes a map key that is a string as the member's name; any other key is left to the
 /// tree path (which spells ints and bools as strings, and refuses the rest).
