@@ -73,8 +73,8 @@ pub(crate) trait TypedRun: Send + Sync {
     ) -> Option<Dispatched>;
 }
 
-/// The parameters of a msgpack params array at the start of `buf`; `used` is set to
-/// where the array ends (see [`TypedRun::start_unframed`]). A `Result`, not an `Option`
+/// The parameters of a msgpack params array at the start of `buf`; once they are read,
+/// `used` is set to where the array ends (see [`TypedRun::start_unframed`]). A `Result`, not an `Option`
 /// of a pair: the parameters, which may be a big struct, keep their place on the way
 /// out instead of being copied into a bigger value.
 fn read_unframed<P: DeserializeOwned>(
@@ -91,7 +91,9 @@ fn read_unframed<P: DeserializeOwned>(
     if de.skipped() {
         return Err(());
     }
-    *used = de.position();
+    if p.is_ok() {
+        *used = de.position();
+    }
     p.map_err(|_| ())
 }
 
@@ -263,9 +265,7 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         used: &mut usize,
         begin: &mut dyn FnMut(&CallContext),
     ) -> Option<Dispatched> {
-        let mut end = 0;
-        let params = read_unframed::<P>(buf, max_depth, &mut end).ok()?;
-        *used = end;
+        let params = read_unframed::<P>(buf, max_depth, used).ok()?;
         begin(&ctx);
         Some(self.handler.run(params, ctx, defer))
     }

@@ -82,6 +82,7 @@ mod error_shape;
 mod limits;
 mod message;
 mod scan;
+mod short;
 mod timestamp;
 pub mod typed;
 

@@ -348,7 +348,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 self.pos += 1;
                 let raw = self.take(usize::from(m & 0x1f))?;
                 match utf8(raw) {
-                    Some(s) => v.visit_string(crate::encode::short_string(s)),
+                    Some(s) => v.visit_string(crate::short::short_string(s)),
                     None => v.visit_borrowed_bytes(raw),
                 }
             }
