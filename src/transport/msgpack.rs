@@ -221,7 +221,7 @@ impl Msgpack {
         let depth = limits.max_depth.saturating_sub(1);
         let (used, reply) =
             self.verbs
-                .dispatch_unframed(&method, verb, params, depth, self.ctx.clone())?;
+                .dispatch_unframed(&method, verb, params, depth, &self.ctx)?;
         let len = params.as_ptr() as usize - buf.as_ptr() as usize + used;
         Some((len, Started::Call(msgid, reply)))
     }

@@ -308,13 +308,25 @@ impl VerbTable {
         let Some(verb) = verb else {
             return done(call, Err(RpcError::method_not_found(method)));
         };
-        let abort = ctx.abort.clone();
         // The parameters as values, mapped onto the declared names (dynamic verbs).
         let args = |input: Input<'_>| {
             input
                 .into_params(&verb.name)
                 .and_then(|p| map_params(verb, p))
         };
+        if let Run::Typed(t) = &verb.run {
+            // A typed handler borrows the context: a sync one that answers at once
+            // costs no clone of it (its Arcs' counts are atomics).
+            let defer = verb.policy.limit.is_some();
+            return match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                t.start(&verb.name, input, &ctx, defer)
+            })) {
+                Ok(Ok(started)) => settle(verb, started, &ctx.abort, call),
+                Ok(Err(e)) => done(call, Err(e)),
+                Err(_) => done(call, Err(panicked(&verb.name))),
+            };
+        }
+        let abort = ctx.abort.clone();
         let started = match &verb.run {
             Run::Builtin(f) => Ok(args(input).map(|args| f(self, args, ctx))),
             Run::Handler(h) => match args(input) {
@@ -325,19 +337,10 @@ impl VerbTable {
                 Ok(params) => std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok),
                 Err(e) => Ok(Err(e)),
             },
-            Run::Typed(t) => {
-                let defer = verb.policy.limit.is_some();
-                return match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    t.start(&verb.name, input, ctx, defer)
-                })) {
-                    Ok(Ok(started)) => settle(verb, started, abort, call),
-                    Ok(Err(e)) => done(call, Err(e)),
-                    Err(_) => done(call, Err(panicked(&verb.name))),
-                };
-            }
+            Run::Typed(_) => unreachable!("started above"),
         };
         match started {
-            Ok(Ok(fut)) => guard(verb, fut, abort, call),
+            Ok(Ok(fut)) => guard(verb, fut, &abort, call),
             Ok(Err(e)) => done(call, Err(e)),
             Err(_) => done(call, Err(panicked(&verb.name))),
         }
@@ -357,13 +360,12 @@ impl VerbTable {
         verb: &Arc<Verb>,
         buf: &[u8],
         max_depth: usize,
-        ctx: CallContext,
+        ctx: &CallContext,
     ) -> Option<(usize, Dispatched)> {
         let Run::Typed(t) = &verb.run else {
             return None;
         };
         let defer = verb.policy.limit.is_some();
-        let abort = ctx.abort.clone();
         let mut call = None;
         let mut used = 0;
         let mut begin = |ctx: &CallContext| {
@@ -377,7 +379,7 @@ impl VerbTable {
         }));
         let reply = match started {
             Ok(None) => return None,
-            Ok(Some(started)) => settle(verb, started, abort, call),
+            Ok(Some(started)) => settle(verb, started, &ctx.abort, call),
             // A panic while reading the parameters (a `Deserialize` of the verb's
             // own): the framed path reads them again and answers it.
             Err(_) if used == 0 => return None,
@@ -416,7 +418,7 @@ fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Disp
 fn settle(
     verb: &Arc<Verb>,
     started: Dispatched,
-    abort: Option<Arc<super::Abort>>,
+    abort: &Option<Arc<super::Abort>>,
     call: Option<crate::observe::Call>,
 ) -> Dispatched {
     match started {
@@ -434,7 +436,7 @@ fn settle(
 fn guard(
     verb: &Arc<Verb>,
     mut fut: Reply,
-    abort: Option<Arc<super::Abort>>,
+    abort: &Option<Arc<super::Abort>>,
     call: Option<crate::observe::Call>,
 ) -> Dispatched {
     if verb.policy.limit.is_none() {
@@ -481,6 +483,7 @@ fn guard(
         return Dispatched::Running(fut);
     }
     // One box for both: the server's calls always have an abort switch.
+    let abort = abort.clone();
     Dispatched::Running(Box::pin(async move {
         let r = match abort {
             // Biased: a call that is ready at once never registers with the switch.
@@ -658,7 +661,8 @@ impl VerbBuilder<'_> {
     /// Finish with a synchronous typed handler: as [`VerbBuilder::typed`], for handlers
     /// that answer without waiting (a lookup, an echo, a computation of microseconds).
     /// It runs as the call is read, on the connection's task, with no future to
-    /// allocate or poll: the cheapest verb rpcmux has. It must not block: anything that
+    /// allocate or poll, and it borrows the call's context (`&CallContext`: no copy per
+    /// call): the cheapest verb rpcmux has. It must not block: anything that
     /// waits on I/O, a lock held across I/O, or computes for long belongs in
     /// [`VerbBuilder::typed`] (with `tokio::task::spawn_blocking` for heavy work). A
     /// [`VerbBuilder::timeout`] cannot cancel it; [`VerbBuilder::max_concurrent`] still
@@ -688,7 +692,7 @@ impl VerbBuilder<'_> {
         P: DeserializeOwned + JsonSchema + Send + 'static,
         R: Serialize + JsonSchema + Send + 'static,
         E: Into<RpcError> + 'static,
-        F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+        F: Fn(P, &CallContext) -> Result<R, E> + Send + Sync + 'static,
     {
         self.params = super::schema::params_of::<P>();
         let result = super::schema::schema_of::<R>();

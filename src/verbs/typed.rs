@@ -51,7 +51,7 @@ pub(crate) trait TypedRun: Send + Sync {
         &self,
         verb: &str,
         input: Input<'_>,
-        ctx: CallContext,
+        ctx: &CallContext,
         defer: bool,
     ) -> Result<Dispatched, RpcError>;
 
@@ -66,7 +66,7 @@ pub(crate) trait TypedRun: Send + Sync {
         &self,
         buf: &[u8],
         max_depth: usize,
-        ctx: CallContext,
+        ctx: &CallContext,
         defer: bool,
         used: &mut usize,
         begin: &mut dyn FnMut(&CallContext),
@@ -107,7 +107,9 @@ pub(crate) struct Typed<P, H> {
 /// How a typed handler runs once its parameters are read. `defer`: not before the call
 /// is polled (a cap on concurrent calls admits it first).
 pub(crate) trait TypedHandler<P>: Send + Sync {
-    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched;
+    /// The context is borrowed: an async or deferred call clones it into its future, a
+    /// sync one that answers at once lends it to the handler.
+    fn run(&self, params: P, ctx: &CallContext, defer: bool) -> Dispatched;
 }
 
 /// An `async` handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)): its future
@@ -126,8 +128,8 @@ where
     R: Serialize + Send + 'static,
     E: Into<RpcError> + 'static,
 {
-    fn run(&self, params: P, ctx: CallContext, _defer: bool) -> Dispatched {
-        let fut = (self.0)(params, ctx);
+    fn run(&self, params: P, ctx: &CallContext, _defer: bool) -> Dispatched {
+        let fut = (self.0)(params, ctx.clone());
         Dispatched::Running(Box::pin(async move { typed_output(fut.await) }))
     }
 }
@@ -135,17 +137,17 @@ where
 impl<P, F, R, E> TypedHandler<P> for SyncHandler<F>
 where
     P: Send + 'static,
-    F: Fn(P, CallContext) -> Result<R, E> + Send + Sync + 'static,
+    F: Fn(P, &CallContext) -> Result<R, E> + Send + Sync + 'static,
     R: Serialize + Send + 'static,
     E: Into<RpcError> + 'static,
 {
-    fn run(&self, params: P, ctx: CallContext, defer: bool) -> Dispatched {
+    fn run(&self, params: P, ctx: &CallContext, defer: bool) -> Dispatched {
         if !defer {
             return Dispatched::Ready(Some(typed_output((self.0)(params, ctx))));
         }
         // Run when polled, once the verb's cap admits it (see `table::guard`).
-        let f = self.0.clone();
-        Dispatched::Running(Box::pin(async move { typed_output(f(params, ctx)) }))
+        let (f, ctx) = (self.0.clone(), ctx.clone());
+        Dispatched::Running(Box::pin(async move { typed_output(f(params, &ctx)) }))
     }
 }
 
@@ -249,7 +251,7 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         &self,
         verb: &str,
         input: Input<'_>,
-        ctx: CallContext,
+        ctx: &CallContext,
         defer: bool,
     ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
@@ -260,13 +262,13 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         &self,
         buf: &[u8],
         max_depth: usize,
-        ctx: CallContext,
+        ctx: &CallContext,
         defer: bool,
         used: &mut usize,
         begin: &mut dyn FnMut(&CallContext),
     ) -> Option<Dispatched> {
         let params = read_unframed::<P>(buf, max_depth, used).ok()?;
-        begin(&ctx);
+        begin(ctx);
         Some(self.handler.run(params, ctx, defer))
     }
 }
