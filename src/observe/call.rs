@@ -7,14 +7,14 @@ use crate::verbs::{CallContext, Output, Verb};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
-use rpcmux_value::RpcError;
-use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock, RwLock};
 /// A call is timed with quanta's clock: the CPU's time-stamp counter, read without a
 /// system call or the vDSO's conversions (two `std::time::Instant::now()` per call were 4 %
 /// of a typed call's time); it falls back to the OS clock where the counter is not
 /// invariant.
 use quanta::Instant;
+use rpcmux_value::RpcError;
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// The name `method` carries for a verb that does not exist: metric labels stay
 /// bounded whatever clients send.

@@ -10,7 +10,7 @@ use crate::events::Event;
 use crate::heavy;
 use crate::io::{Rewind, Stream};
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{CallContext, Dispatched, Found, Input, Output, Verb, VerbTable};
+use crate::verbs::{CallContext, Dispatched, Encode, Found, Input, Output, Verb, VerbTable};
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
 use rpcmux_msgpack_rpc::{
@@ -136,12 +136,31 @@ fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<Output, RpcError>, m
     let start = out.len();
     match &result {
         Ok(Output::Value(v)) => encode_response(out, msgid, Ok(v)),
-        Ok(Output::Typed(t)) => encode_result_with(out, msgid, |o| t.to_msgpack(o)),
+        Ok(Output::Typed(t)) => return put_typed_reply(out, msgid, &**t, max_reply),
         Err(e) => encode_response(out, msgid, Err(e)),
     }
     if out.len() - start > max_reply {
         out.truncate(start);
         encode_response(out, msgid, Err(&reply_too_large(max_reply)));
+    }
+}
+
+/// Append the reply to `msgid` with a typed result, serialized straight into `out`;
+/// one over `max_reply` bytes becomes error -32003, a result whose `Serialize` panics
+/// -32603 (nothing of it is left in `out`).
+fn put_typed_reply(out: &mut BytesMut, msgid: u32, result: &dyn Encode, max_reply: usize) {
+    let start = out.len();
+    let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        encode_result_with(out, msgid, |o| result.to_msgpack(o))
+    }));
+    let error = match written {
+        Err(_) => Some(RpcError::internal("the result could not be encoded")),
+        Ok(()) if out.len() - start > max_reply => Some(reply_too_large(max_reply)),
+        Ok(()) => None,
+    };
+    if let Some(e) = error {
+        out.truncate(start);
+        encode_response(out, msgid, Err(&e));
     }
 }
 
@@ -161,6 +180,14 @@ enum Reply {
 type Done = Option<Reply>;
 
 impl Msgpack {
+    /// Events wait in this connection's outbox: a reply written now would overtake them.
+    fn events_waiting(&self) -> bool {
+        self.ctx
+            .session
+            .as_ref()
+            .is_some_and(|s| s.link.outbox.capacity() < s.link.outbox.max_capacity())
+    }
+
     /// Start a small framed message's call, or (`Err`) hand back the first member of a
     /// group: a call to a forwarded verb whose upstream takes many calls in one request.
     #[allow(clippy::type_complexity)]
@@ -197,7 +224,11 @@ impl Msgpack {
     /// dynamic or forwarded verb, parameters the typed reader does not take (see
     /// [`VerbTable::dispatch_unframed`]), a big message (framed and read off the
     /// workers), anything not a call; those are framed and started as before.
-    fn start_unframed(&self, input: &[u8]) -> Option<(usize, Started)> {
+    ///
+    /// A sync typed verb's result is written into `out` as its handler returns (see
+    /// [`WriteNow`](crate::verbs::typed::WriteNow)), unless events wait for this
+    /// connection (they go first, as for every reply) or `out` is full.
+    fn start_unframed(&self, input: &[u8], out: &mut BytesMut) -> Option<(usize, Started)> {
         if !self.codec.is_idle() {
             return None;
         }
@@ -219,9 +250,24 @@ impl Msgpack {
         };
         // Levels the reader may open: the message array is one of the cap's.
         let depth = limits.max_depth.saturating_sub(1);
-        let (used, reply) =
-            self.verbs
-                .dispatch_unframed(&method, verb, params, depth, &self.ctx)?;
+        let max_reply = self.max_reply;
+        let mut write_now = |r: &dyn Encode| {
+            if out.len() >= session::MAX_OUT || self.events_waiting() {
+                return false;
+            }
+            if let Some(msgid) = msgid {
+                put_typed_reply(out, msgid, r, max_reply);
+            }
+            true
+        };
+        let (used, reply) = self.verbs.dispatch_unframed(
+            &method,
+            verb,
+            params,
+            depth,
+            &self.ctx,
+            &mut write_now,
+        )?;
         let len = params.as_ptr() as usize - buf.as_ptr() as usize + used;
         Some((len, Started::Call(msgid, reply)))
     }
@@ -238,6 +284,7 @@ impl Msgpack {
         match started {
             Started::Nothing => {}
             Started::Answer(msgid, e) => put_reply(out, msgid, Err(e), max_reply),
+            Started::Call(_, Dispatched::Written) => {}
             Started::Call(msgid, reply) => match reply.now() {
                 Ok(r) => calls.finished(answered(msgid, r)),
                 Err(running) => {
@@ -354,7 +401,7 @@ impl Framer for Msgpack {
         mut room: usize,
     ) -> Result<(), Close> {
         while room > 0 {
-            if let Some((size, started)) = self.start_unframed(input) {
+            if let Some((size, started)) = self.start_unframed(input, out) {
                 input.advance(size);
                 self.take_started(started, size, out, calls);
                 room -= 1;
@@ -567,6 +614,127 @@ mod tests {
             let per = t.elapsed().as_nanos() as f64 / (rounds * 16) as f64;
             println!("{}: {per:.0} ns per call", payload.name);
         }
+    }
+
+    /// A framer over `verbs`, on a session whose outbox is returned (events queued in
+    /// it wait for the connection, as the driver would send them).
+    fn session_framer(
+        verbs: VerbTable,
+    ) -> (
+        Msgpack,
+        tokio::sync::mpsc::Receiver<Arc<crate::events::Event>>,
+    ) {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let mut ctx = CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default()));
+        ctx.session = Some(crate::verbs::Session::new(
+            1,
+            tx,
+            tokio_util::sync::CancellationToken::new(),
+        ));
+        let framer = Msgpack {
+            codec: MsgpackRpcCodec::new(Limits::default()),
+            verbs: Arc::new(verbs),
+            ctx,
+            max_reply: 1 << 20,
+            max_batch: 100,
+            max_frame: 1 << 20,
+        };
+        (framer, rx)
+    }
+
+    /// The replies in `out`, by msgid: the result, or the error's code.
+    fn replies(out: &mut BytesMut) -> std::collections::BTreeMap<u32, Result<Value, i64>> {
+        let mut codec = MsgpackRpcCodec::new(Limits::default());
+        let mut got = std::collections::BTreeMap::new();
+        while let Some(m) = tokio_util::codec::Decoder::decode(&mut codec, out).unwrap() {
+            let Message::Response {
+                msgid,
+                error,
+                result,
+            } = m
+            else {
+                panic!("{m:?}")
+            };
+            let r = match error {
+                Value::Nil => Ok(result),
+                e => Err(e.as_array().unwrap()[0].as_i64().unwrap()),
+            };
+            got.insert(msgid, r);
+        }
+        got
+    }
+
+    use rpcmux_value::Value;
+
+    /// A sync typed verb's result is written into the output as the call is read
+    /// (nothing queued), unless events wait for the connection: then it is queued
+    /// behind them, as every reply is. A result whose `Serialize` panics becomes -32603,
+    /// with nothing of it left in the output, and the calls behind it are answered.
+    #[test]
+    fn sync_typed_results_are_written_in_place_behind_waiting_events() {
+        struct Explodes;
+        impl serde::Serialize for Explodes {
+            fn serialize<S: serde::Serializer>(&self, _: S) -> Result<S::Ok, S::Error> {
+                panic!("no")
+            }
+        }
+        impl schemars::JsonSchema for Explodes {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                "Explodes".into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({})
+            }
+        }
+        let mut verbs = VerbTable::new();
+        verbs
+            .verb("twice")
+            .typed_sync(|(n,): (i64,), _| Ok::<_, RpcError>(n * 2));
+        verbs
+            .verb("explode")
+            .typed_sync(|(): (), _| Ok::<_, RpcError>(Explodes));
+        let (mut framer, mut events) = session_framer(verbs);
+        let mut input = BytesMut::new();
+        for (id, (method, params)) in [
+            ("twice", vec![Value::from(21)]),
+            ("explode", vec![]),
+            ("twice", vec![Value::from(4)]),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            rpcmux_msgpack_rpc::encode_request(&mut input, id as u32, method, &params).unwrap();
+        }
+        let mut calls = Calls::new(Budget::new(1 << 30));
+        let mut out = BytesMut::new();
+        framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
+        assert!(input.is_empty());
+        assert!(calls.is_empty(), "answered in place, nothing queued");
+        let got = replies(&mut out);
+        assert_eq!(got[&0], Ok(Value::from(42)));
+        assert_eq!(got[&1], Err(-32603));
+        assert_eq!(got[&2], Ok(Value::from(8)));
+
+        // An event waits: the reply is queued behind it.
+        let Some(session) = &framer.ctx.session else {
+            unreachable!()
+        };
+        session
+            .link
+            .outbox
+            .try_send(Arc::new(crate::events::Event {
+                name: "e".into(),
+                params: Value::Nil,
+            }))
+            .unwrap();
+        rpcmux_msgpack_rpc::encode_request(&mut input, 7, "twice", &[Value::from(1)]).unwrap();
+        framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
+        assert!(out.is_empty(), "nothing written ahead of the event");
+        assert_eq!(calls.len(), 1);
+        assert!(events.try_recv().is_ok());
+        let done = calls.take_ready().unwrap();
+        framer.reply(done, &mut out);
+        assert_eq!(replies(&mut out)[&7], Ok(Value::from(2)));
     }
 
     /// Calls back to back in one read, to typed verbs (with parameters, without any,

@@ -357,15 +357,17 @@ pub(crate) async fn drive<R, W, F>(
         if reading && room_for_calls && may_decode && (!input.is_empty() || framer.has_pending()) {
             // One call per decode: each call's bytes are known and checked before the next.
             let room = 1;
-            let before = (input.len(), calls.len());
+            let before = input.len();
             if let Err(Close(why, limit)) = framer.decode(&mut input, &mut out, &mut calls, room) {
                 if let (Some(m), Some(limit)) = (&opts.metrics, limit) {
                     m.refused(limit);
                 }
                 tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
                 reading = false;
-            } else if calls.len() > before.1 && !input.is_empty() && input.len() < before.0 {
-                // A call started and more input waits: go round again before reading.
+            } else if !input.is_empty() && input.len() < before && out.len() < opts.max_out {
+                // A message was taken and more input waits: go round again before reading
+                // or writing (a call answered in place, straight into `out`, adds no
+                // entry to `calls`), so one write carries the replies of all of it.
                 continue;
             }
         }

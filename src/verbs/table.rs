@@ -24,6 +24,9 @@ pub(crate) enum Dispatched {
     /// The answer (`None` once a poll took it).
     Ready(Option<Result<Output, RpcError>>),
     Running(Reply),
+    /// Answered, and the answer already written by the framer as the call ran (a sync
+    /// typed verb's result, see [`super::typed::WriteNow`]): nothing to queue or box.
+    Written,
 }
 
 impl Dispatched {
@@ -31,7 +34,7 @@ impl Dispatched {
     pub(crate) fn now(self) -> Result<Result<Output, RpcError>, Reply> {
         match self {
             Dispatched::Ready(Some(r)) => Ok(r),
-            Dispatched::Ready(None) => Ok(Err(answered_twice())),
+            Dispatched::Ready(None) | Dispatched::Written => Ok(Err(answered_twice())),
             Dispatched::Running(f) => Err(f),
         }
     }
@@ -49,6 +52,7 @@ impl Future for Dispatched {
                 std::task::Poll::Ready(r.take().unwrap_or_else(|| Err(answered_twice())))
             }
             Dispatched::Running(f) => f.as_mut().poll(cx),
+            Dispatched::Written => std::task::Poll::Ready(Err(answered_twice())),
         }
     }
 }
@@ -361,6 +365,7 @@ impl VerbTable {
         buf: &[u8],
         max_depth: usize,
         ctx: &CallContext,
+        write_now: super::typed::WriteNow<'_>,
     ) -> Option<(usize, Dispatched)> {
         let Run::Typed(t) = &verb.run else {
             return None;
@@ -375,7 +380,11 @@ impl VerbTable {
                 .map(|o| o.begin(method, Some(verb), ctx));
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            t.start_unframed(buf, max_depth, ctx, defer, &mut used, &mut begin)
+            let hooks = super::typed::Hooks {
+                begin: &mut begin,
+                write_now,
+            };
+            t.start_unframed(buf, max_depth, ctx, defer, &mut used, hooks)
         }));
         let reply = match started {
             Ok(None) => return None,
@@ -424,6 +433,12 @@ fn settle(
     match started {
         Dispatched::Running(fut) => guard(verb, fut, abort, call),
         Dispatched::Ready(r) => done(call, r.unwrap_or_else(|| Err(answered_twice()))),
+        Dispatched::Written => {
+            if let Some(c) = call {
+                c.finish(&Ok(Output::Value(Value::Nil)));
+            }
+            Dispatched::Written
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! `Serialize` type. The type is read straight from what arrived (msgpack bytes through
 //! rpcmux-msgpack-rpc's serde reader, or a `Value` tree), and its JSON Schema describes the verb.
 
-use super::output::Output;
+use super::output::{Encode, Output};
 use super::params_de::{explain, ParamsDe, Shape};
 use super::table::Dispatched;
 use super::CallContext;
@@ -57,7 +57,7 @@ pub(crate) trait TypedRun: Send + Sync {
 
     /// [`TypedRun::start`] for a msgpack params array at the start of `buf`, whose end
     /// is not known yet (the message was not framed): the parameters are read, which
-    /// finds where they end (`used` is set to that), then `begin` is called and the
+    /// finds where they end (`used` is set to that), then `hooks.begin` is called and the
     /// handler started. `None`, with nothing begun or started, when they cannot be read
     /// so (incomplete, a type mismatch, an extension type, an ignored field, a level
     /// past `max_depth`): the caller frames the message and starts it as usual, which
@@ -69,9 +69,25 @@ pub(crate) trait TypedRun: Send + Sync {
         ctx: &CallContext,
         defer: bool,
         used: &mut usize,
-        begin: &mut dyn FnMut(&CallContext),
+        hooks: Hooks<'_>,
     ) -> Option<Dispatched>;
 }
+
+/// What the caller of [`TypedRun::start_unframed`] lends the call as it starts.
+pub(crate) struct Hooks<'a> {
+    /// Called once the parameters are read, before the handler runs (the observer's
+    /// start of the call).
+    pub begin: &'a mut dyn FnMut(&CallContext),
+    /// Where a result known at once may be written.
+    pub write_now: WriteNow<'a>,
+}
+
+/// Where a result known as the call is read may be written at once (the stream
+/// framer's reply encoder for this call, into its output): `true` once written, `false`
+/// if not now (the result is then boxed and queued as usual). A sync typed verb's result
+/// so goes from the handler straight into the output, with no box, no copy of it
+/// into one, and no queue.
+pub(crate) type WriteNow<'a> = &'a mut dyn FnMut(&dyn Encode) -> bool;
 
 /// The parameters of a msgpack params array at the start of `buf`; once they are read,
 /// `used` is set to where the array ends (see [`TypedRun::start_unframed`]). A `Result`, not an `Option`
@@ -110,6 +126,17 @@ pub(crate) trait TypedHandler<P>: Send + Sync {
     /// The context is borrowed: an async or deferred call clones it into its future, a
     /// sync one that answers at once lends it to the handler.
     fn run(&self, params: P, ctx: &CallContext, defer: bool) -> Dispatched;
+
+    /// [`TypedHandler::run`], offering an answer known at once to `write_now`.
+    fn run_now(
+        &self,
+        params: P,
+        ctx: &CallContext,
+        defer: bool,
+        _write_now: WriteNow<'_>,
+    ) -> Dispatched {
+        self.run(params, ctx, defer)
+    }
 }
 
 /// An `async` handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)): its future
@@ -148,6 +175,22 @@ where
         // Run when polled, once the verb's cap admits it (see `table::guard`).
         let (f, ctx) = (self.0.clone(), ctx.clone());
         Dispatched::Running(Box::pin(async move { typed_output(f(params, &ctx)) }))
+    }
+
+    fn run_now(
+        &self,
+        params: P,
+        ctx: &CallContext,
+        defer: bool,
+        write_now: WriteNow<'_>,
+    ) -> Dispatched {
+        if defer {
+            return self.run(params, ctx, defer);
+        }
+        match (self.0)(params, ctx) {
+            Ok(r) if write_now(&r) => Dispatched::Written,
+            r => Dispatched::Ready(Some(typed_output(r))),
+        }
     }
 }
 
@@ -265,11 +308,11 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         ctx: &CallContext,
         defer: bool,
         used: &mut usize,
-        begin: &mut dyn FnMut(&CallContext),
+        hooks: Hooks<'_>,
     ) -> Option<Dispatched> {
         let params = read_unframed::<P>(buf, max_depth, used).ok()?;
-        begin(ctx);
-        Some(self.handler.run(params, ctx, defer))
+        (hooks.begin)(ctx);
+        Some(self.handler.run_now(params, ctx, defer, hooks.write_now))
     }
 }
 
