@@ -5,27 +5,36 @@
 
 use crate::heavy;
 use crate::server::{ConnInfo, Shared};
-use crate::verbs::{Input, Output};
+use crate::verbs::{Dispatched, Found, Input, Output};
 use bytes::Bytes;
 use rpcmux_value::{Params, RpcError};
 
 /// The reply body for one XML-RPC request body.
 pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec<u8> {
     let size = body.len();
-    let parsed = heavy::run(size, move || {
-        rpcmux_xmlrpc::parse_call(&body, &rpcmux_xmlrpc::Limits::default())
-    })
-    .await;
-    let call = match parsed {
-        Ok(c) => c,
-        Err(e) => {
-            tracing::debug!(peer = %info.peer, error = %e, "bad XML-RPC request");
-            return fault_body(&e);
+    let started = match size < heavy::OFFLOAD_AT {
+        true => start_typed(&body, shared, info),
+        false => None,
+    };
+    let result = match started {
+        Some(started) => started.await,
+        None => {
+            let parsed = heavy::run(size, move || {
+                rpcmux_xmlrpc::parse_call(&body, &rpcmux_xmlrpc::Limits::default())
+            })
+            .await;
+            let call = match parsed {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::debug!(peer = %info.peer, error = %e, "bad XML-RPC request");
+                    return fault_body(&e);
+                }
+            };
+            let ctx = info.call_context("xmlrpc", shared);
+            let params = Input::Tree(Params::Positional(call.params));
+            shared.verbs.dispatch(&call.method, params, ctx).await
         }
     };
-    let ctx = info.call_context("xmlrpc", shared);
-    let params = Input::Tree(Params::Positional(call.params));
-    let result = shared.verbs.dispatch(&call.method, params, ctx).await;
     let max_reply = shared.config.limits.max_reply;
     heavy::run(size, move || {
         let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
@@ -44,6 +53,18 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
         out
     })
     .await
+}
+
+/// A small call to a typed verb, its params read straight from the document into the
+/// verb's type (no value tree); `None` for anything else, or params that cannot be read
+/// so: the call is then parsed as values, as every call was before.
+fn start_typed(body: &[u8], shared: &Shared, info: &ConnInfo) -> Option<Dispatched> {
+    let call = rpcmux_xmlrpc::CallParams::open(body, &rpcmux_xmlrpc::Limits::default()).ok()?;
+    let Found::Own(verb) = shared.verbs.find(call.method()) else {
+        return None;
+    };
+    let ctx = info.call_context("xmlrpc", shared);
+    shared.verbs.dispatch_xml(verb, call, &ctx)
 }
 
 pub(crate) fn fault_body(err: &RpcError) -> Vec<u8> {

@@ -19,6 +19,10 @@ use std::fmt;
 pub(crate) enum Shape {
     Positional(usize),
     Named(usize),
+    /// By position, how many not known before they are read (XML-RPC's `<param>`s):
+    /// read as the type's sequence of fields; a count other than the type's fails
+    /// (the caller then reads the call as values, where every count is answered).
+    Sequence,
 }
 
 /// A deserializer for a parameter list, wrapping the format's own.
@@ -54,6 +58,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
                 self.inner.deserialize_seq(SeqNamed { visitor, fields })
             }
             Shape::Positional(n) => self.inner.deserialize_seq(SeqAsMap { visitor, fields, n }),
+            Shape::Sequence => self.inner.deserialize_seq(SeqNamed { visitor, fields }),
             Shape::Named(_) => self.inner.deserialize_map(KnownNames { visitor, fields }),
         }
     }
@@ -62,7 +67,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
         match self.shape {
             // The empty list is read all the same, so a reader that tells where the
             // parameters end (msgpack's, reading an unframed call) has passed them.
-            Shape::Positional(0) | Shape::Named(0) => self.inner.deserialize_any(Nothing(v)),
+            Shape::Positional(0) | Shape::Named(0) | Shape::Sequence => {
+                self.inner.deserialize_any(Nothing(v))
+            }
             Shape::Positional(n) | Shape::Named(n) => Err(de::Error::custom(format_args!(
                 "takes no parameters, got {n}"
             ))),
@@ -82,7 +89,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
             Shape::Positional(n) if n != len => Err(de::Error::custom(format_args!(
                 "takes {len} parameter(s), got {n}"
             ))),
-            Shape::Positional(_) => self.inner.deserialize_tuple(len, v),
+            Shape::Positional(_) | Shape::Sequence => self.inner.deserialize_tuple(len, v),
             Shape::Named(_) => Err(de::Error::custom("takes its parameters by position only")),
         }
     }

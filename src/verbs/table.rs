@@ -398,6 +398,45 @@ impl VerbTable {
     }
 }
 
+impl VerbTable {
+    /// Start a call of the typed `verb` from an XML-RPC document opened up to its
+    /// params: they are read straight into the verb's parameter type, with no value
+    /// tree. `None` (nothing observed, nothing run) for a dynamic verb, or params that
+    /// cannot be read so: the caller parses the call as values and dispatches it as
+    /// usual, which gives the client the same error as ever.
+    pub(crate) fn dispatch_xml(
+        &self,
+        verb: &Arc<Verb>,
+        call: rpcmux_xmlrpc::CallParams<'_>,
+        ctx: &CallContext,
+    ) -> Option<Dispatched> {
+        let Run::Typed(t) = &verb.run else {
+            return None;
+        };
+        let defer = verb.policy.limit.is_some();
+        let mut call_seen = None;
+        let mut begun = false;
+        let mut begin = |ctx: &CallContext| {
+            begun = true;
+            call_seen = self
+                .observer
+                .as_ref()
+                .map(|o| o.begin(&verb.name, Some(verb), ctx));
+        };
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            t.start_xml(call, ctx, defer, &mut begin)
+        }));
+        Some(match started {
+            Ok(None) => return None,
+            Ok(Some(started)) => settle(verb, started, &ctx.abort, call_seen),
+            // A panic while reading the params (a `Deserialize` of the verb's own): the
+            // tree path reads them again and answers it.
+            Err(_) if !begun => return None,
+            Err(_) => done(call_seen, Err(panicked(&verb.name))),
+        })
+    }
+}
+
 /// A verb as [`VerbTable::find`] found it.
 pub(crate) enum Found<'a> {
     /// One of the table's own (Rust, built-in, demo): never grouped.

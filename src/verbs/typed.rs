@@ -71,6 +71,39 @@ pub(crate) trait TypedRun: Send + Sync {
         used: &mut usize,
         hooks: Hooks<'_>,
     ) -> Option<Dispatched>;
+
+    /// See [`start_xml`].
+    fn start_xml(
+        &self,
+        call: rpcmux_xmlrpc::CallParams<'_>,
+        ctx: &CallContext,
+        defer: bool,
+        begin: &mut dyn FnMut(&CallContext),
+    ) -> Option<Dispatched>;
+}
+
+/// [`TypedRun::start`] for an XML-RPC call opened up to its params
+/// ([`rpcmux_xmlrpc::CallParams`]): they are read straight from the document into the
+/// verb's type, the document's end is checked, then `begin` is called and the handler
+/// started. `None`, with nothing begun or started, when they cannot be read so: the
+/// caller parses the call as values and dispatches it as usual, which answers any error.
+pub(crate) fn start_xml<P: DeserializeOwned, H: TypedHandler<P>>(
+    handler: &H,
+    mut call: rpcmux_xmlrpc::CallParams<'_>,
+    ctx: &CallContext,
+    defer: bool,
+    begin: &mut dyn FnMut(&CallContext),
+) -> Option<Dispatched> {
+    let params = P::deserialize(ParamsDe {
+        inner: &mut call,
+        shape: Shape::Sequence,
+    });
+    let params = match (params, call.finish()) {
+        (Ok(p), Ok(())) => p,
+        _ => return None,
+    };
+    begin(ctx);
+    Some(handler.run(params, ctx, defer))
 }
 
 /// What the caller of [`TypedRun::start_unframed`] lends the call as it starts.
@@ -313,6 +346,16 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         let params = read_unframed::<P>(buf, max_depth, used).ok()?;
         (hooks.begin)(ctx);
         Some(self.handler.run_now(params, ctx, defer, hooks.write_now))
+    }
+
+    fn start_xml(
+        &self,
+        call: rpcmux_xmlrpc::CallParams<'_>,
+        ctx: &CallContext,
+        defer: bool,
+        begin: &mut dyn FnMut(&CallContext),
+    ) -> Option<Dispatched> {
+        start_xml::<P, H>(&self.handler, call, ctx, defer, begin)
     }
 }
 

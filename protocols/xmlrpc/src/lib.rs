@@ -33,6 +33,7 @@ mod cursor;
 mod escape;
 mod lex;
 mod limits;
+mod params;
 mod read;
 mod read_value;
 mod scalar;
@@ -43,6 +44,7 @@ mod write;
 mod xmlchar;
 
 pub use limits::Limits;
+pub use params::{CallParams, Error as ParamsError};
 pub use read::{parse_call, parse_response};
 pub use typed::{try_write_typed_response, Written};
 pub use write::{

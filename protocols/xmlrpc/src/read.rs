@@ -13,13 +13,7 @@ use rpcmux_value::{RpcError, Value};
 /// [`Limits`] are invalid requests (-32600). `<params>` may be absent or empty.
 pub fn parse_call(body: &[u8], limits: &Limits) -> Result<MethodCall, RpcError> {
     let mut cur = Cursor::new(body, limits)?;
-    cur.expect_root(Tag::MethodCall)?;
-    cur.expect_open(Tag::MethodName)?;
-    // Names never hold whitespace; trimming forgives pretty-printing writers.
-    let method = cur.read_text(Tag::MethodName)?.trim().to_owned();
-    if method.is_empty() {
-        return Err(cur.invalid("empty <methodName>"));
-    }
+    let method = read_method_name(&mut cur)?;
     let params = match cur.next_markup()? {
         Tok::Open(Tag::Params) => {
             let params = read_params(&mut cur)?;
@@ -31,6 +25,18 @@ pub fn parse_call(body: &[u8], limits: &Limits) -> Result<MethodCall, RpcError> 
     };
     cur.expect_eof()?;
     Ok(MethodCall { method, params })
+}
+
+/// A `<methodCall>`'s start, through its `<methodName>`: the name.
+pub(crate) fn read_method_name(cur: &mut Cursor<'_>) -> Result<String, RpcError> {
+    cur.expect_root(Tag::MethodCall)?;
+    cur.expect_open(Tag::MethodName)?;
+    // Names never hold whitespace; trimming forgives pretty-printing writers.
+    let method = cur.read_text(Tag::MethodName)?.trim().to_owned();
+    if method.is_empty() {
+        return Err(cur.invalid("empty <methodName>"));
+    }
+    Ok(method)
 }
 
 /// Parse a `<methodResponse>`: `Ok(Ok(value))` for a result, `Ok(Err(fault))` for a

@@ -19,14 +19,14 @@ use rpcmux_value::{Map, RpcError, Value};
 use std::borrow::Cow;
 
 /// A container still being filled.
-enum Frame {
+pub(crate) enum Frame {
     Array(Vec<Value>),
     /// The map so far and the name of the member whose value is being read.
     Struct(Map, String),
 }
 
 /// What the inside of one `<value>` turned out to be.
-enum Body {
+pub(crate) enum Body {
     /// A scalar, or an empty array; its `</value>` has been read.
     Done(Value),
     /// An array or struct was opened; its children come next.
@@ -100,7 +100,7 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
 }
 
 /// After `<member>`: `<name>text</name><value>`, the name into `name`.
-fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcError> {
+pub(crate) fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcError> {
     cur.expect_open(Tag::Name)?;
     *name = cur.read_text(Tag::Name)?.into_owned();
     cur.expect_open(Tag::Value)
@@ -108,7 +108,7 @@ fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcEr
 
 /// Read what follows a `<value>`: untyped text up to `</value>`, a scalar element and
 /// `</value>`, or the opening of an array (through `<data>`) or struct.
-fn read_body(cur: &mut Cursor<'_>) -> Result<Body, RpcError> {
+pub(crate) fn read_body(cur: &mut Cursor<'_>) -> Result<Body, RpcError> {
     // The commonest value of all, `<value><string>text</string></value>`, without
     // lexing and classifying its start tag.
     if cur.eat_open_here(Tag::String)? {
