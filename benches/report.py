@@ -327,9 +327,8 @@ runs: {m.get('loadavg_before', '?')}; after: {m.get('loadavg_after', '?')}.
 
 The same MusicEntry request to the dynamic `echo` (parameters read into a `Value`
 tree, the tree written back) and to the typed `echoMusicEntry` (parameters
-deserialized into a Rust struct straight from the wire for msgpack-rpc and JSON,
-through the `Value` tree for XML-RPC; the struct serialized straight into the reply for
-every protocol), on the same server in the same run.
+deserialized into a Rust struct straight from the wire for every protocol; the struct
+serialized straight into the reply), on the same server in the same run.
 Calls per server CPU-second, so a load generator at its limit does not hide the cost.
 
 {typed_table(runs)}
