@@ -777,32 +777,11 @@ mod tests {
             framer.reply(done, &mut out);
         }
         assert!(calls_running.is_empty());
-        let mut answers = std::collections::BTreeMap::new();
-        let mut codec = MsgpackRpcCodec::new(Limits::default());
-        while let Some(m) = tokio_util::codec::Decoder::decode(&mut codec, &mut out).unwrap() {
-            let Message::Response {
-                msgid,
-                error,
-                result,
-            } = m
-            else {
-                panic!("{m:?}")
-            };
-            answers.insert(
-                msgid,
-                if error == Value::Nil {
-                    Ok(result)
-                } else {
-                    Err(error)
-                },
-            );
-        }
+        let answers = replies(&mut out);
         assert_eq!(answers.len(), 6, "{answers:?}");
         assert!(answers[&0].is_ok());
         assert_eq!(answers[&1].as_ref().unwrap(), &entry[0]);
-        // [code, message]
-        let e = answers[&2].as_ref().unwrap_err();
-        assert_eq!(e.as_array().unwrap()[0], Value::from(-32602), "{e:?}");
+        assert_eq!(answers[&2], Err(-32602));
         assert_eq!(answers[&3].as_ref().unwrap(), &Value::from(7));
         // An unknown field is ignored (serde's default), on the framed path.
         assert_eq!(answers[&4].as_ref().unwrap(), &entry[0]);
