@@ -318,30 +318,43 @@ impl VerbTable {
                 .into_params(&verb.name)
                 .and_then(|p| map_params(verb, p))
         };
-        if let Run::Typed(t) = &verb.run {
-            // A typed handler borrows the context: a sync one that answers at once
-            // costs no clone of it (its Arcs' counts are atomics).
-            let defer = verb.policy.limit.is_some();
-            return match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                t.start(&verb.name, input, &ctx, defer)
-            })) {
-                Ok(Ok(started)) => settle(verb, started, &ctx.abort, call),
-                Ok(Err(e)) => done(call, Err(e)),
-                Err(_) => done(call, Err(panicked(&verb.name))),
-            };
-        }
-        let abort = ctx.abort.clone();
-        let started = match &verb.run {
-            Run::Builtin(f) => Ok(args(input).map(|args| f(self, args, ctx))),
-            Run::Handler(h) => match args(input) {
-                Ok(args) => std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok),
-                Err(e) => Ok(Err(e)),
-            },
-            Run::Passthrough(h) => match input.into_params(&verb.name) {
-                Ok(params) => std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok),
-                Err(e) => Ok(Err(e)),
-            },
-            Run::Typed(_) => unreachable!("started above"),
+        // Each arm takes what a dynamic call's guard needs of the context (its abort
+        // switch) before the handler takes the context.
+        let (started, abort) = match &verb.run {
+            // A typed handler borrows the context: a sync one that answers at once costs
+            // no clone of it. It is settled here: it may have answered already.
+            Run::Typed(t) => {
+                let defer = verb.policy.limit.is_some();
+                return match std::panic::catch_unwind(AssertUnwindSafe(|| {
+                    t.start(&verb.name, input, &ctx, defer)
+                })) {
+                    Ok(Ok(started)) => settle(verb, started, &ctx.abort, call),
+                    Ok(Err(e)) => done(call, Err(e)),
+                    Err(_) => done(call, Err(panicked(&verb.name))),
+                };
+            }
+            Run::Builtin(f) => {
+                let abort = ctx.abort.clone();
+                (Ok(args(input).map(|args| f(self, args, ctx))), abort)
+            }
+            Run::Handler(h) => {
+                let abort = ctx.abort.clone();
+                let started = match args(input) {
+                    Ok(args) => std::panic::catch_unwind(AssertUnwindSafe(|| h(args, ctx))).map(Ok),
+                    Err(e) => Ok(Err(e)),
+                };
+                (started, abort)
+            }
+            Run::Passthrough(h) => {
+                let abort = ctx.abort.clone();
+                let started = match input.into_params(&verb.name) {
+                    Ok(params) => {
+                        std::panic::catch_unwind(AssertUnwindSafe(|| h(params, ctx))).map(Ok)
+                    }
+                    Err(e) => Ok(Err(e)),
+                };
+                (started, abort)
+            }
         };
         match started {
             Ok(Ok(fut)) => guard(verb, fut, &abort, call),
