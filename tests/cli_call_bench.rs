@@ -341,12 +341,108 @@ fn bench_counts_a_wrong_result_as_an_error() {
         payload,
         opts: ConnectOpts::default(),
         echo_server: false,
+        check_bytes: false,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
     let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
     assert!(r.calls > 0);
     assert_eq!((r.wrong_results, r.errors), (r.calls, r.calls), "{r:?}");
     assert!(r.first_error.unwrap().starts_with("wrong result: 1"));
+}
+
+/// A JSON-RPC-over-TCP server whose first `right` answers have result 1 and every later
+/// one result 2: the same bytes (ids aside), then different ones.
+fn turning_server(right: usize) -> std::net::SocketAddr {
+    use std::io::BufRead;
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let Some(Ok(s)) = l.incoming().next() else {
+            return;
+        };
+        // Each reply on its own: no wait for the client's ACK (Nagle).
+        s.set_nodelay(true).unwrap();
+        let mut w = s.try_clone().unwrap();
+        for (n, line) in std::io::BufReader::new(s)
+            .lines()
+            .map_while(Result::ok)
+            .enumerate()
+        {
+            let req: serde_json::Value = serde_json::from_str(&line).unwrap();
+            let result = if n < right { 1 } else { 2 };
+            let reply = serde_json::json!({"jsonrpc": "2.0", "id": req["id"], "result": result});
+            if writeln!(w, "{reply}").is_err() {
+                break;
+            }
+        }
+    });
+    addr
+}
+
+#[test]
+fn bench_check_bytes_still_counts_a_wrong_result_after_right_ones() {
+    use rpcmux::bench::{self, BenchConfig, Payload};
+    use rpcmux::client::{ClientProto, ConnectOpts};
+    use std::time::Duration;
+
+    const RIGHT: u64 = 20;
+    let mut payload = Payload::echo("x", 1.into());
+    payload.expect = Some(1.into());
+    let cfg = BenchConfig {
+        proto: ClientProto::JsonrpcTcp,
+        addr: turning_server(RIGHT as usize).to_string(),
+        connections: 1,
+        pipeline: 2,
+        duration: Duration::from_millis(300),
+        warmup: Duration::ZERO,
+        payload,
+        opts: ConnectOpts::default(),
+        echo_server: false,
+        check_bytes: true,
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
+    // The first two answers are decoded (the second is learnt), the next 18 are taken by
+    // their bytes, and every one after them differs, so it is decoded and judged wrong.
+    assert!(r.calls > RIGHT, "{r:?}");
+    assert_eq!(r.wrong_results, r.calls - RIGHT, "{r:?}");
+    assert_eq!(r.errors, r.wrong_results, "{r:?}");
+}
+
+#[test]
+fn bench_check_bytes_against_the_server_and_a_bare_echo() {
+    let srv = Server::start(&[]);
+    let server = srv.addr.to_string();
+    let echo = echo_server().to_string();
+    for p in ["jsonrpc-tcp", "msgpack", "stomp"] {
+        for (addr, extra) in [(&server, None), (&echo, Some("--echo-server"))] {
+            let mut args = vec![
+                "bench",
+                "--proto",
+                p,
+                "--check-bytes",
+                "-c",
+                "2",
+                "-p",
+                "4",
+                "-d",
+                "1",
+                "--warmup",
+                "0",
+                "--payload",
+                "musicentry",
+                "--json",
+                "-q",
+            ];
+            args.extend(extra);
+            args.push(addr);
+            let out = rpcmux(&args, None);
+            assert_eq!(out.status.code(), Some(0), "{p}: {}", text(&out.stderr));
+            let r = common::json(&out.stdout);
+            assert!(r["calls"].as_u64().unwrap() > 0, "{p} {extra:?}: {r}");
+            assert_eq!(r["errors"], 0, "{p} {extra:?}: {r}");
+        }
+    }
 }
 
 /// A bare byte echo on a thread per connection: what `--echo-server` is for.

@@ -6,6 +6,7 @@
 //! the N×D tasks keeps its own histogram and counts; they are merged at the end, so
 //! the hot path shares nothing but two relaxed counters for the progress line.
 
+mod known;
 mod payload;
 mod pipeline;
 mod report;
@@ -39,6 +40,10 @@ pub struct BenchConfig {
     /// The server is a bare byte echo (a ceiling, not an RPC server): send the bytes a
     /// call of `proto` would, and count a call done when they come back and decode to that call.
     pub echo_server: bool,
+    /// Stream protocols: an answer whose bytes equal the first right answer's (its id
+    /// aside) is right without being decoded; only answers that differ are decoded and
+    /// judged. A lighter load generator, so a fast server is measured at its full core.
+    pub check_bytes: bool,
 }
 
 /// Live totals, for the progress line.
@@ -87,7 +92,10 @@ pub async fn run(
             end,
             cfg.opts.timeout,
         )
-        .map(Arc::new)
+        .map(|mut plan| {
+            plan.check_bytes = cfg.check_bytes;
+            Arc::new(plan)
+        })
     };
     if cfg.echo_server {
         if cfg.opts.tls.is_some() {

@@ -7,16 +7,19 @@
 //! answer is decoded with the protocol's decoder into a `Value`, matched to its call
 //! by id, and its value checked against the expected one. From an RPC server the answer
 //! is the reply (read by the client's decoder, as `rpcmux call` reads it); from an echo
-//! server it is the request itself (read as a server would read it).
+//! server it is the request itself (read as a server would read it). With
+//! `--check-bytes`, an answer whose bytes equal a right answer's (its id aside) is taken
+//! as right undecoded (see `known`).
 //!
 //! Ids are fixed-width (10 decimal digits in JSON, a 4-byte uint in msgpack), so every
 //! request has the template's length and the id slot never moves.
 
+use super::known::{Check, KnownAnswer};
 use super::stats::{Outcome, Recorder};
 use super::{describe_reply, judge, Progress};
 use crate::client::stream::Decode;
 use crate::client::{ClientProto, Incoming, Io, Reply};
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_msgpack_rpc::{Message, MsgpackRpcCodec};
 use rpcmux_stomp::{Item, StompCodec};
@@ -35,13 +38,74 @@ const FIRST_ID: u32 = 1_000_000_000;
 /// How many ids follow `FIRST_ID` (all below 4e9: 10 digits, and a u32).
 const ID_SPAN: u32 = 3_000_000_000;
 
-/// Where a request's id sits in its bytes, and how it is written.
-#[derive(Debug, Clone, Copy)]
-enum IdForm {
+/// How a call's id is written in its bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum IdForm {
     /// msgpack `uint32`: 4 big-endian bytes after the 0xce marker.
     U32Be,
     /// JSON: 10 ASCII digits.
     Decimal10,
+}
+
+impl IdForm {
+    /// The bytes `id` is found by: for msgpack, its marker and its 4 bytes.
+    pub(crate) fn bytes(self, id: u32) -> Vec<u8> {
+        match self {
+            IdForm::U32Be => {
+                let mut n = vec![0xce];
+                n.extend_from_slice(&id.to_be_bytes());
+                n
+            }
+            IdForm::Decimal10 => id.to_string().into_bytes(),
+        }
+    }
+
+    /// Where the id itself starts in [`IdForm::bytes`].
+    pub(crate) fn skip(self) -> usize {
+        match self {
+            IdForm::U32Be => 1,
+            IdForm::Decimal10 => 0,
+        }
+    }
+
+    /// The id's width in bytes.
+    pub(crate) fn width(self) -> usize {
+        match self {
+            IdForm::U32Be => 4,
+            IdForm::Decimal10 => 10,
+        }
+    }
+
+    /// Write `id` at the start of `slot`.
+    fn write(self, slot: &mut [u8], id: u32) {
+        match self {
+            IdForm::U32Be => slot[..4].copy_from_slice(&id.to_be_bytes()),
+            IdForm::Decimal10 => {
+                let mut n = id;
+                for d in slot[..10].iter_mut().rev() {
+                    *d = b'0' + (n % 10) as u8;
+                    n /= 10;
+                }
+            }
+        }
+    }
+
+    /// The id written in `slot` ([`IdForm::width`] bytes), if it is one.
+    pub(crate) fn read(self, slot: &[u8]) -> Option<u32> {
+        match self {
+            IdForm::U32Be => Some(u32::from_be_bytes(slot.try_into().ok()?)),
+            IdForm::Decimal10 => {
+                let mut n: u64 = 0;
+                for &d in slot {
+                    if !d.is_ascii_digit() {
+                        return None;
+                    }
+                    n = n * 10 + u64::from(d - b'0');
+                }
+                u32::try_from(n).ok()
+            }
+        }
+    }
 }
 
 /// What every connection sends and expects, and when.
@@ -50,6 +114,8 @@ pub(crate) struct Plan {
     template: Bytes,
     id_at: usize,
     id_form: IdForm,
+    /// `--check-bytes`: answers equal to the first right one are not decoded (`known`).
+    pub check_bytes: bool,
     /// What each result (or echoed first param) must be; `None`: anything.
     pub expect: Option<Value>,
     pub pipeline: usize,
@@ -75,18 +141,11 @@ impl Plan {
         } else {
             template
         };
-        let (needle, id_form, skip) = match proto {
-            ClientProto::Msgpack => {
-                let mut n = vec![0xce];
-                n.extend_from_slice(&PLACEHOLDER_ID.to_be_bytes());
-                (n, IdForm::U32Be, 1)
-            }
-            _ => (
-                PLACEHOLDER_ID.to_string().into_bytes(),
-                IdForm::Decimal10,
-                0,
-            ),
+        let id_form = match proto {
+            ClientProto::Msgpack => IdForm::U32Be,
+            _ => IdForm::Decimal10,
         };
+        let needle = id_form.bytes(PLACEHOLDER_ID);
         // Once per run, over one request: a plain scan will do.
         let mut hits = template.windows(needle.len()).enumerate();
         let mut hits = hits
@@ -99,8 +158,9 @@ impl Plan {
             ));
         };
         Ok(Plan {
-            id_at: at + skip,
+            id_at: at + id_form.skip(),
             id_form,
+            check_bytes: false,
             template,
             expect,
             pipeline,
@@ -114,17 +174,7 @@ impl Plan {
     fn write_request(&self, out: &mut Vec<u8>, id: u32) {
         let start = out.len();
         out.extend_from_slice(&self.template);
-        let slot = &mut out[start + self.id_at..];
-        match self.id_form {
-            IdForm::U32Be => slot[..4].copy_from_slice(&id.to_be_bytes()),
-            IdForm::Decimal10 => {
-                let mut n = id;
-                for d in slot[..10].iter_mut().rev() {
-                    *d = b'0' + (n % 10) as u8;
-                    n /= 10;
-                }
-            }
-        }
+        self.id_form.write(&mut out[start + self.id_at..], id);
     }
 
     /// The id of slot `slot`'s call number `round`.
@@ -262,6 +312,15 @@ pub(crate) async fn connection<S: Io>(
         }
     };
     buf.reserve(64 * 1024);
+    // `--check-bytes`: the first right answer, once decoded; later ones are compared
+    // with it (see `known`).
+    let mut known: Option<KnownAnswer> = None;
+    // Decoded answers it may still be learnt from (when none comes right, the copies
+    // stop).
+    let mut learn_left = if plan.check_bytes { 16 } else { 0 };
+    // Whether the decoder has seen part of the answer at the front of `buf`.
+    let mut partial = false;
+    let mut decoded = 0u32;
     loop {
         if !out.is_empty() {
             if let Err(e) = io.write_all(&out).await {
@@ -294,12 +353,44 @@ pub(crate) async fn connection<S: Io>(
         }
         let now = Instant::now();
         loop {
-            let (id, reply) = match answers.next(&mut buf) {
-                Ok(Some(answer)) => answer,
-                Ok(None) => break,
-                Err(why) => {
-                    lost(&mut rec, in_flight, why);
-                    return rec;
+            // `None`: the known right answer, taken by its bytes (`--check-bytes`).
+            let check = known.as_ref().filter(|_| !partial).map(|k| k.check(&buf));
+            let (id, reply) = match check {
+                Some(Check::Same { id, len }) => {
+                    buf.advance(len);
+                    (id, None)
+                }
+                Some(Check::Prefix) => break,
+                Some(Check::Differs) | None => {
+                    // Not learnt from a connection's first answer: a decoder may leave
+                    // a separator behind an answer (JSON's newline) and take it with the
+                    // next one, so the first answer's bytes are not every later one's.
+                    let learning = known.is_none() && learn_left > 0 && decoded > 0;
+                    let before = learning.then(|| buf.clone());
+                    match answers.next(&mut buf) {
+                        Ok(Some((id, reply))) => {
+                            partial = false;
+                            decoded += 1;
+                            if let Some(before) = before {
+                                learn_left -= 1;
+                                if judge(&reply, plan.expect.as_ref()) == Outcome::Ok {
+                                    let frame = &before[..before.len() - buf.len()];
+                                    known = KnownAnswer::learn(frame, id, plan.id_form);
+                                }
+                            }
+                            (id, Some(reply))
+                        }
+                        Ok(None) => {
+                            // The decoder may keep what it has seen of this answer:
+                            // it reads the rest too.
+                            partial = !buf.is_empty();
+                            break;
+                        }
+                        Err(why) => {
+                            lost(&mut rec, in_flight, why);
+                            return rec;
+                        }
+                    }
                 }
             };
             let slot = match plan.slot_of(id) {
@@ -313,10 +404,15 @@ pub(crate) async fn connection<S: Io>(
                     return rec;
                 }
             };
-            let outcome = judge(&reply, plan.expect.as_ref());
+            let outcome = match &reply {
+                Some(reply) => judge(reply, plan.expect.as_ref()),
+                None => Outcome::Ok,
+            };
             progress.count(outcome);
             if sent_at[slot] >= plan.measure_from {
-                rec.record(now - sent_at[slot], outcome, || describe_reply(&reply));
+                rec.record(now - sent_at[slot], outcome, || {
+                    reply.as_ref().map(describe_reply).unwrap_or_default()
+                });
             }
             if now < plan.end {
                 round[slot] = (round[slot] + 1) % plan.rounds();

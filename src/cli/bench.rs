@@ -48,6 +48,12 @@ pub struct BenchArgs {
     /// call of --proto would, count a call when they come back and decode to that call.
     #[arg(long)]
     echo_server: bool,
+    /// Stream protocols: take an answer whose bytes equal the first right answer's (its
+    /// id aside) as right without decoding it; decode and judge only answers that
+    /// differ. A lighter load generator: a fast server is measured at its full core
+    /// rather than waiting on the generator (see docs/benchmarks.md).
+    #[arg(long)]
+    check_bytes: bool,
     /// Print the summary as CSV (a header line and one row).
     #[arg(long, conflicts_with = "json")]
     csv: bool,
@@ -88,6 +94,7 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
             ..ConnectOpts::default()
         },
         echo_server: a.echo_server,
+        check_bytes: a.check_bytes,
     })
 }
 
