@@ -322,18 +322,18 @@ fn bench_labels_the_warmup_seconds() {
     assert!(!lines[1].contains("warmup"), "{stderr}");
 }
 
-#[test]
-fn bench_counts_a_wrong_result_as_an_error() {
+/// `rpcmux bench`'s own loop, in process: echo(1) expecting `expect`, over JSON-RPC on
+/// TCP, one connection with 2 calls in flight for 300 ms.
+fn bench_expecting(addr: String, expect: i64, check_bytes: bool) -> rpcmux::bench::Report {
     use rpcmux::bench::{self, BenchConfig, Payload};
     use rpcmux::client::{ClientProto, ConnectOpts};
     use std::time::Duration;
 
-    let srv = Server::start(&[]);
-    let mut payload = Payload::echo("wrong", 1.into());
-    payload.expect = Some(2.into());
+    let mut payload = Payload::echo("echo(1)", 1.into());
+    payload.expect = Some(expect.into());
     let cfg = BenchConfig {
         proto: ClientProto::JsonrpcTcp,
-        addr: srv.addr.to_string(),
+        addr,
         connections: 1,
         pipeline: 2,
         duration: Duration::from_millis(300),
@@ -341,10 +341,16 @@ fn bench_counts_a_wrong_result_as_an_error() {
         payload,
         opts: ConnectOpts::default(),
         echo_server: false,
-        check_bytes: false,
+        check_bytes,
     };
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
+    rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap()
+}
+
+#[test]
+fn bench_counts_a_wrong_result_as_an_error() {
+    let srv = Server::start(&[]);
+    let r = bench_expecting(srv.addr.to_string(), 2, false);
     assert!(r.calls > 0);
     assert_eq!((r.wrong_results, r.errors), (r.calls, r.calls), "{r:?}");
     assert!(r.first_error.unwrap().starts_with("wrong result: 1"));
@@ -381,27 +387,8 @@ fn turning_server(right: usize) -> std::net::SocketAddr {
 
 #[test]
 fn bench_check_bytes_still_counts_a_wrong_result_after_right_ones() {
-    use rpcmux::bench::{self, BenchConfig, Payload};
-    use rpcmux::client::{ClientProto, ConnectOpts};
-    use std::time::Duration;
-
     const RIGHT: u64 = 20;
-    let mut payload = Payload::echo("x", 1.into());
-    payload.expect = Some(1.into());
-    let cfg = BenchConfig {
-        proto: ClientProto::JsonrpcTcp,
-        addr: turning_server(RIGHT as usize).to_string(),
-        connections: 1,
-        pipeline: 2,
-        duration: Duration::from_millis(300),
-        warmup: Duration::ZERO,
-        payload,
-        opts: ConnectOpts::default(),
-        echo_server: false,
-        check_bytes: true,
-    };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let r = rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap();
+    let r = bench_expecting(turning_server(RIGHT as usize).to_string(), 1, true);
     // The first two answers are decoded (the second is learnt), the next 18 are taken by
     // their bytes, and every one after them differs, so it is decoded and judged wrong.
     assert!(r.calls > RIGHT, "{r:?}");
@@ -416,33 +403,30 @@ fn bench_check_bytes_against_the_server_and_a_bare_echo() {
     let echo = echo_server().to_string();
     for p in ["jsonrpc-tcp", "msgpack", "stomp"] {
         for (addr, extra) in [(&server, None), (&echo, Some("--echo-server"))] {
-            let mut args = vec![
-                "bench",
-                "--proto",
-                p,
-                "--check-bytes",
-                "-c",
-                "2",
-                "-p",
-                "4",
-                "-d",
-                "1",
-                "--warmup",
-                "0",
-                "--payload",
-                "musicentry",
-                "--json",
-                "-q",
-            ];
-            args.extend(extra);
-            args.push(addr);
-            let out = rpcmux(&args, None);
-            assert_eq!(out.status.code(), Some(0), "{p}: {}", text(&out.stderr));
-            let r = common::json(&out.stdout);
+            let mut flags = vec!["--check-bytes"];
+            flags.extend(extra);
+            let r = short_bench(p, &flags, addr);
             assert!(r["calls"].as_u64().unwrap() > 0, "{p} {extra:?}: {r}");
             assert_eq!(r["errors"], 0, "{p} {extra:?}: {r}");
         }
     }
+}
+
+/// `rpcmux bench` of `proto` with `flags`: 2 connections x 4 calls in flight of
+/// echo(MusicEntry) for 1 s. Its JSON summary; the run must succeed.
+fn short_bench(proto: &str, flags: &[&str], addr: &str) -> serde_json::Value {
+    let mut args = vec!["bench", "--proto", proto, "-c", "2", "-p", "4", "-d", "1"];
+    args.extend(["--warmup", "0", "--payload", "musicentry", "--json", "-q"]);
+    args.extend_from_slice(flags);
+    args.push(addr);
+    let out = rpcmux(&args, None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{proto} {flags:?}: {}",
+        text(&out.stderr)
+    );
+    common::json(&out.stdout)
 }
 
 /// A bare byte echo on a thread per connection: what `--echo-server` is for.
@@ -469,30 +453,7 @@ fn echo_server() -> std::net::SocketAddr {
 fn bench_echo_server_mode_replays_request_bytes() {
     let addr = echo_server().to_string();
     for p in ["jsonrpc-tcp", "msgpack", "stomp"] {
-        let out = rpcmux(
-            &[
-                "bench",
-                "--proto",
-                p,
-                "--echo-server",
-                "-c",
-                "2",
-                "-p",
-                "4",
-                "-d",
-                "1",
-                "--warmup",
-                "0",
-                "--payload",
-                "musicentry",
-                "--json",
-                "-q",
-                &addr,
-            ],
-            None,
-        );
-        assert_eq!(out.status.code(), Some(0), "{p}: {}", text(&out.stderr));
-        let r = common::json(&out.stdout);
+        let r = short_bench(p, &["--echo-server"], &addr);
         assert!(r["calls"].as_u64().unwrap() > 0, "{p}: {r}");
         assert_eq!(r["errors"], 0, "{p}: {r}");
     }
