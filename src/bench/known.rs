@@ -33,18 +33,10 @@ impl KnownAnswer {
     /// `frame`: one whole answer that was decoded and found right, to call `id`. `None`
     /// when the id is not in its bytes exactly once in `id_form`.
     pub(crate) fn learn(frame: &[u8], id: u32, id_form: IdForm) -> Option<KnownAnswer> {
-        let needle = id_form.bytes(id);
-        let mut hits = frame
-            .windows(needle.len())
-            .enumerate()
-            .filter(|(_, w)| *w == &needle[..])
-            .map(|(i, _)| i);
-        let (Some(at), None) = (hits.next(), hits.next()) else {
-            return None;
-        };
+        let id_at = id_form.find_once(frame, id)?;
         Some(KnownAnswer {
             bytes: frame.to_vec(),
-            id_at: at + id_form.skip(),
+            id_at,
             id_form,
         })
     }

@@ -40,8 +40,8 @@ pub struct BenchConfig {
     /// The server is a bare byte echo (a ceiling, not an RPC server): send the bytes a
     /// call of `proto` would, and count a call done when they come back and decode to that call.
     pub echo_server: bool,
-    /// Stream protocols: an answer whose bytes equal the first right answer's (its id
-    /// aside) is right without being decoded; only answers that differ are decoded and
+    /// Stream protocols: an answer whose bytes equal a right answer's (its id aside,
+    /// learnt from a connection's second decoded answer) is right without being decoded; only answers that differ are decoded and
     /// judged. A lighter load generator, so a fast server is measured at its full core.
     pub check_bytes: bool,
 }

@@ -48,8 +48,23 @@ pub(crate) enum IdForm {
 }
 
 impl IdForm {
+    /// Where `id` is written in `bytes` (its first byte), if it is there exactly once.
+    /// Once per run or per learnt answer, over one message: a plain scan will do.
+    pub(crate) fn find_once(self, bytes: &[u8], id: u32) -> Option<usize> {
+        let needle = self.bytes(id);
+        let mut hits = bytes
+            .windows(needle.len())
+            .enumerate()
+            .filter(|(_, w)| *w == &needle[..])
+            .map(|(i, _)| i + self.skip());
+        match (hits.next(), hits.next()) {
+            (Some(at), None) => Some(at),
+            _ => None,
+        }
+    }
+
     /// The bytes `id` is found by: for msgpack, its marker and its 4 bytes.
-    pub(crate) fn bytes(self, id: u32) -> Vec<u8> {
+    fn bytes(self, id: u32) -> Vec<u8> {
         match self {
             IdForm::U32Be => {
                 let mut n = vec![0xce];
@@ -61,7 +76,7 @@ impl IdForm {
     }
 
     /// Where the id itself starts in [`IdForm::bytes`].
-    pub(crate) fn skip(self) -> usize {
+    fn skip(self) -> usize {
         match self {
             IdForm::U32Be => 1,
             IdForm::Decimal10 => 0,
@@ -114,7 +129,7 @@ pub(crate) struct Plan {
     template: Bytes,
     id_at: usize,
     id_form: IdForm,
-    /// `--check-bytes`: answers equal to the first right one are not decoded (`known`).
+    /// `--check-bytes`: answers equal to a learnt right one are not decoded (`known`).
     pub check_bytes: bool,
     /// What each result (or echoed first param) must be; `None`: anything.
     pub expect: Option<Value>,
@@ -145,20 +160,13 @@ impl Plan {
             ClientProto::Msgpack => IdForm::U32Be,
             _ => IdForm::Decimal10,
         };
-        let needle = id_form.bytes(PLACEHOLDER_ID);
-        // Once per run, over one request: a plain scan will do.
-        let mut hits = template.windows(needle.len()).enumerate();
-        let mut hits = hits
-            .by_ref()
-            .filter(|(_, w)| *w == &needle[..])
-            .map(|(i, _)| i);
-        let (Some(at), None) = (hits.next(), hits.next()) else {
+        let Some(id_at) = id_form.find_once(&template, PLACEHOLDER_ID) else {
             return Err(format!(
                 "the {proto} request does not hold its id exactly once (the payload contains {PLACEHOLDER_ID}?)"
             ));
         };
         Ok(Plan {
-            id_at: at + id_form.skip(),
+            id_at,
             id_form,
             check_bytes: false,
             template,
@@ -312,8 +320,8 @@ pub(crate) async fn connection<S: Io>(
         }
     };
     buf.reserve(64 * 1024);
-    // `--check-bytes`: the first right answer, once decoded; later ones are compared
-    // with it (see `known`).
+    // `--check-bytes`: a right answer, once decoded (not the connection's first, below);
+    // later ones are compared with it (see `known`).
     let mut known: Option<KnownAnswer> = None;
     // Decoded answers it may still be learnt from (when none comes right, the copies
     // stop).

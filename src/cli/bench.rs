@@ -48,8 +48,8 @@ pub struct BenchArgs {
     /// call of --proto would, count a call when they come back and decode to that call.
     #[arg(long)]
     echo_server: bool,
-    /// Stream protocols: take an answer whose bytes equal the first right answer's (its
-    /// id aside) as right without decoding it; decode and judge only answers that
+    /// Stream protocols: take an answer whose bytes equal a right answer's (its id
+    /// aside; learnt from a connection's second decoded answer) as right without decoding it; decode and judge only answers that
     /// differ. A lighter load generator: a fast server is measured at its full core
     /// rather than waiting on the generator (see docs/benchmarks.md).
     #[arg(long)]
