@@ -98,7 +98,7 @@ fn split_plain(frame: &[u8]) -> Option<SplitCall<'_>> {
         0xd9 => (usize::from(byte(pos + 1)?), 2),
         _ => return None,
     };
-    let method = std::str::from_utf8(frame.get(pos + head..pos + head + len)?).ok()?;
+    let method = crate::short::utf8(frame.get(pos + head..pos + head + len)?)?;
     pos += head + len;
     let params = &frame[pos..];
     if !matches!(params.first()?, 0x90..=0x9f | 0xdc | 0xdd) {

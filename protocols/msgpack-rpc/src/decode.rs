@@ -224,9 +224,9 @@ impl<'a> Reader<'a> {
     /// uses) send Python bytes as str.
     fn str(&mut self, n: usize) -> Result<Value, ReadError> {
         let raw = self.take(n)?;
-        Ok(match std::str::from_utf8(raw) {
-            Ok(s) => Value::String(s.to_owned()),
-            Err(_) => Value::Bytes(raw.to_vec()),
+        Ok(match crate::short::utf8(raw) {
+            Some(s) => Value::String(s.to_owned()),
+            None => Value::Bytes(raw.to_vec()),
         })
     }
 
@@ -259,9 +259,9 @@ impl<'a> Reader<'a> {
             Marker::FixStr(n) => {
                 // The common case, without building a Value first.
                 let raw = self.take(n as usize)?;
-                return std::str::from_utf8(raw)
-                    .map(str::to_owned)
-                    .map_err(|_| ReadError::Unsupported("map key is not UTF-8".into()));
+                return crate::short::utf8(raw)
+                    .map(crate::short::short_string)
+                    .ok_or_else(|| ReadError::Unsupported("map key is not UTF-8".into()));
             }
             // As a Value this would be a (rounded) double: print the exact integer.
             Marker::U64 => return Ok(self.u64()?.to_string()),

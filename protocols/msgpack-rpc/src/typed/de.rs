@@ -17,6 +17,7 @@
 
 use super::Error;
 use crate::limits::Limits;
+use crate::short::utf8;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 
@@ -185,17 +186,6 @@ impl<'de> Deserializer<'de> {
         }
         Ok(())
     }
-}
-
-/// The string if `raw` is UTF-8. ASCII (most keys and values) is checked eight bytes at a
-/// time first: std's validator starts with per-call setup that dominates short strings.
-#[inline]
-fn utf8(raw: &[u8]) -> Option<&str> {
-    if raw.is_ascii() {
-        // SAFETY: ASCII is valid UTF-8.
-        return Some(unsafe { std::str::from_utf8_unchecked(raw) });
-    }
-    std::str::from_utf8(raw).ok()
 }
 
 fn truncated() -> Error {
