@@ -71,7 +71,7 @@ pub(crate) async fn handle(
                 .inc();
         }
         let rewound = Rewind::new(sniffed, io);
-        io = match detected {
+        let framer = match detected {
             Detected::ProxyHeader => {
                 let Some(rest) =
                     Box::pin(crate::proxy::read_header(rewound, &mut info, &shared)).await
@@ -89,52 +89,64 @@ pub(crate) async fn handle(
                         return;
                     }
                 }
-                Conn::Layered(Box::new(rest))
+                io = Conn::Layered(Box::new(rest));
+                continue;
             }
             Detected::Tls => {
                 let Some(tls) = Box::pin(crate::tls::handshake(rewound, &mut info, &shared)).await
                 else {
                     return;
                 };
-                Conn::Layered(Box::new(tls))
+                io = Conn::Layered(Box::new(tls));
+                continue;
             }
-            framer => {
-                drop(slot);
-                tracing::debug!(peer = %info.peer, conn = info.id, ?framer, "protocol detected");
-                let (sniffed, io) = rewound.into_parts();
-                let metered = shared.metrics.as_ref().map(|m| m.connection(framer.name()));
-                let counters = metered.as_ref().map(|c| {
-                    c.received.inc_by(sniffed.len() as u64);
-                    (c.received.clone(), c.sent.clone())
-                });
-                let io = Rewind::new(sniffed, Metered::new(io, counters));
-                serve_framer(framer, io, info, shared).await;
-                drop(metered);
-                drop(counted);
-                return;
-            }
+            Detected::Http => Framer::Http,
+            Detected::JsonTcp => Framer::JsonTcp,
+            Detected::Msgpack => Framer::Msgpack,
+            Detected::Stomp => Framer::Stomp,
         };
         drop(slot);
+        tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
+        let (sniffed, io) = rewound.into_parts();
+        let metered = shared
+            .metrics
+            .as_ref()
+            .map(|m| m.connection(detected.name()));
+        let counters = metered.as_ref().map(|c| {
+            c.received.inc_by(sniffed.len() as u64);
+            (c.received.clone(), c.sent.clone())
+        });
+        let io = Rewind::new(sniffed, Metered::new(io, counters));
+        serve_framer(framer, io, info, shared).await;
+        drop(metered);
+        drop(counted);
+        return;
     }
+}
+
+/// What serves a connection once its front layers are behind it.
+#[derive(Clone, Copy)]
+enum Framer {
+    Http,
+    JsonTcp,
+    Msgpack,
+    Stomp,
 }
 
 /// Run the framer. Each is boxed: a connection still sniffing then holds only the small
 /// sniffing state, not room for the largest framer's (an async fn's state is as big as
 /// its biggest await point).
 async fn serve_framer(
-    what: Detected,
+    framer: Framer,
     io: Rewind<Metered<Conn>>,
     info: ConnInfo,
     shared: Arc<Shared>,
 ) {
-    match what {
-        Detected::Http => Box::pin(transport::http::serve(io, info, shared)).await,
-        Detected::JsonTcp => Box::pin(transport::json_tcp::serve(io, info, shared)).await,
-        Detected::Msgpack => Box::pin(transport::msgpack::serve(io, info, shared)).await,
-        Detected::Stomp => Box::pin(transport::stomp::serve(io, info, shared)).await,
-        Detected::ProxyHeader | Detected::Tls => {
-            unreachable!("front layers are handled by the loop")
-        }
+    match framer {
+        Framer::Http => Box::pin(transport::http::serve(io, info, shared)).await,
+        Framer::JsonTcp => Box::pin(transport::json_tcp::serve(io, info, shared)).await,
+        Framer::Msgpack => Box::pin(transport::msgpack::serve(io, info, shared)).await,
+        Framer::Stomp => Box::pin(transport::stomp::serve(io, info, shared)).await,
     }
 }
 
