@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 /// off the I/O threads: see `heavy`).
 pub(crate) const SMALL: usize = 64 * 1024;
 
+#[derive(Debug)]
 pub(crate) struct Budget {
     used: AtomicUsize,
     total: usize,
@@ -89,7 +90,13 @@ impl Budget {
         }
     }
 
-    #[cfg(test)]
+    /// May a reply of `bytes` bytes be queued for a client now? Small ones always may
+    /// (a bystander's answer); a big one only while the budget is not spent.
+    pub fn admits_reply(&self, bytes: usize) -> bool {
+        bytes <= SMALL || self.used.load(Ordering::Relaxed) < self.total
+    }
+
+    /// Bytes charged now.
     pub fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
@@ -104,6 +111,21 @@ impl Charge {
 
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    /// Make this charge exactly `bytes` (grown or given back).
+    pub fn set(&mut self, bytes: usize) {
+        match bytes.cmp(&self.bytes) {
+            std::cmp::Ordering::Greater => self.grow(bytes - self.bytes),
+            std::cmp::Ordering::Less => {
+                self.budget
+                    .used
+                    .fetch_sub(self.bytes - bytes, Ordering::Relaxed);
+                self.bytes = bytes;
+                self.budget.freed.notify_waiters();
+            }
+            std::cmp::Ordering::Equal => {}
+        }
     }
 }
 

@@ -72,6 +72,17 @@ pub struct Limits {
     pub min_body_rate: usize,
     /// Event subscriptions (`subscribe`) per connection.
     pub max_subscriptions: usize,
+    /// Bytes queued for clients in the whole process, replies and events not yet
+    /// written (an event shared by many subscribers counts once). Past it a connection
+    /// with output waiting is not read, and a reply over 64 KiB is replaced by an error
+    /// (-32006) until clients read (see docs/limits.md).
+    pub max_total_output: usize,
+    /// Seconds output may wait for a peer that reads nothing before the connection is
+    /// closed and its output freed (nginx's `send_timeout`).
+    pub send_timeout: f64,
+    /// Calls one request may start, whatever their nesting: JSON-RPC batch members,
+    /// each counted with the `system.multicall` calls it carries (-32600 past it).
+    pub max_calls_per_request: usize,
 }
 
 impl Default for Limits {
@@ -95,6 +106,9 @@ impl Default for Limits {
             body_timeout: 30.0,
             min_body_rate: 4_096,
             max_subscriptions: 64,
+            max_total_output: 256 << 20,
+            send_timeout: 60.0,
+            max_calls_per_request: 10_000,
         }
     }
 }
@@ -117,6 +131,10 @@ impl Limits {
     /// The `body_timeout` field as a `Duration`.
     pub fn body_timeout(&self) -> Duration {
         secs(self.body_timeout)
+    }
+    /// The `send_timeout` field as a `Duration`.
+    pub fn send_timeout(&self) -> Duration {
+        secs(self.send_timeout)
     }
 }
 

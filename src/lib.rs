@@ -66,6 +66,7 @@ pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
 pub use tls::TlsReloader;
+pub use transport::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
 pub use transport::stomp::StompConfig;
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 

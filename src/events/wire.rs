@@ -84,10 +84,7 @@ pub(crate) fn decode(buf: &[u8], max: usize) -> Result<Envelope, String> {
     Ok(Envelope {
         origin,
         seq,
-        event: Event {
-            name: name.to_owned(),
-            params,
-        },
+        event: Event::new(name, params),
     })
 }
 
@@ -97,16 +94,16 @@ mod tests {
     use rpcmux_value::vstruct;
 
     fn event() -> Event {
-        Event {
-            name: "|virt|VM_status|42".into(),
-            params: vstruct! {
+        Event::new(
+            "|virt|VM_status|42",
+            vstruct! {
                 "notify_time" => i64::MAX,
                 "neg" => i64::MIN,
                 "pi" => std::f64::consts::PI,
                 "blob" => Value::Bytes(vec![0, 255, 1]),
                 "nested" => Value::Array(vec![Value::Nil, true.into(), "é".into()]),
             },
-        }
+        )
     }
 
     fn encoded(origin: u64, seq: u64) -> Vec<u8> {

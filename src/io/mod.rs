@@ -2,9 +2,11 @@
 
 mod metered;
 mod rewind;
+mod stall;
 
 pub(crate) use metered::Metered;
 pub use rewind::Rewind;
+pub(crate) use stall::{StallClock, WriteStall};
 
 /// Any stream a transport can run on: plain TCP, TLS, or one of those with
 /// sniffed bytes put back in front.

@@ -49,6 +49,11 @@ pub(crate) struct LimitLabel {
     pub limit: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct BudgetLabel {
+    budget: &'static str,
+}
+
 fn histogram() -> Histogram {
     Histogram::new(DURATION_BUCKETS)
 }
@@ -68,6 +73,8 @@ pub(crate) struct Metrics {
     pub limits: Family<LimitLabel, Counter>,
     pub tls_failed: Counter,
     subscribers: Gauge,
+    /// Bytes of requests in flight and of output queued for clients, process-wide.
+    budgets: Family<BudgetLabel, Gauge>,
     events_published: Counter,
     subscribers_dropped: Counter,
     /// Events across instances (`[events] url`), copied from the fan-out at scrape time.
@@ -117,6 +124,7 @@ impl Metrics {
             limits: Family::default(),
             tls_failed: Counter::default(),
             subscribers: Gauge::default(),
+            budgets: Family::default(),
             events_published: Counter::default(),
             subscribers_dropped: Counter::default(),
             fanout: Family::default(),
@@ -174,6 +182,12 @@ impl Metrics {
             "event_subscriptions",
             "Event subscriptions held by connections",
             m.subscribers.clone(),
+        );
+        r.register_with_unit(
+            "budget_used",
+            "Bytes charged to a process-wide budget now: requests read or running (input, max_total_in_flight_bytes), replies and events queued for clients (output, max_total_output)",
+            Unit::Bytes,
+            m.budgets.clone(),
         );
         r.register(
             "events_published",
@@ -258,6 +272,11 @@ impl Metrics {
         }
         let hub = &shared.events;
         self.subscribers.set(hub.subscriber_count() as i64);
+        for (budget, b) in [("input", &shared.budget), ("output", &shared.out_budget)] {
+            self.budgets
+                .get_or_create(&BudgetLabel { budget })
+                .set(b.used() as i64);
+        }
         let (published, dropped) = hub.counts();
         self.events_published
             .inner()

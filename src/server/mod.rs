@@ -37,6 +37,8 @@ pub struct Shared {
     pub refusals: Refusals,
     /// Bytes of requests being read or run, process-wide (`max_total_in_flight_bytes`).
     pub(crate) budget: Arc<crate::budget::Budget>,
+    /// Bytes queued for clients, process-wide (`max_total_output`).
+    pub(crate) out_budget: Arc<crate::budget::Budget>,
     pub shutdown: CancellationToken,
     /// Cancelled when the shutdown deadline passes: calls still running end with an
     /// error reply (-32001) in their protocol instead of a bare close.
@@ -141,6 +143,7 @@ impl Server {
             ),
             refusals: Refusals::default(),
             budget: crate::budget::Budget::new(config.limits.max_total_in_flight_bytes),
+            out_budget: crate::budget::Budget::new(config.limits.max_total_output),
             shutdown,
             abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),

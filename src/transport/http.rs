@@ -8,11 +8,12 @@
 
 use super::http_body::{self, BodyError, BodyLimits};
 use super::http_encoding;
+use super::http_reply::ReplyBody;
 use super::jsonrpc::Bounds;
 use super::origin::{self, Verdict};
 use super::websocket::{handshake, Subprotocol};
 use crate::heavy;
-use crate::io::{Rewind, Stream};
+use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::server::{ConnInfo, Shared};
 use bytes::Bytes;
 use bytes::BytesMut;
@@ -31,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-type Reply = Response<Full<Bytes>>;
+pub(crate) type Reply = Response<ReplyBody>;
 
 /// What a POST body is, by its Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,6 +149,9 @@ async fn serve_until_idle<S: Stream>(
             Ok::<_, Infallible>(reply)
         })
     });
+    // Since when the peer has read nothing while a reply waits (`send_timeout`).
+    let stall = StallClock::new();
+    let send_timeout = shared.config.limits.send_timeout();
     let mut conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         // Also bounds how long an idle keep-alive connection may wait for its next request.
@@ -155,7 +159,7 @@ async fn serve_until_idle<S: Stream>(
         .keep_alive(true)
         // Clients that half-close after sending (nc, some scripts) still get their reply.
         .half_close(true)
-        .serve_connection(TokioIo::new(io), service);
+        .serve_connection(TokioIo::new(WriteStall::new(io, stall.clone())), service);
     let mut check = tokio::time::interval(RELEASE_IDLE_AFTER);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.reset();
@@ -181,7 +185,7 @@ async fn serve_until_idle<S: Stream>(
                 }
                 if !releasing || shared.shutdown.is_cancelled() {
                     // The client closed, or asked to (Connection: close), or shutdown.
-                    let mut io = conn.into_parts().io.into_inner();
+                    let mut io = conn.into_parts().io.into_inner().into_inner();
                     let _ = io.shutdown().await;
                     return None;
                 }
@@ -192,7 +196,18 @@ async fn serve_until_idle<S: Stream>(
                 std::pin::Pin::new(&mut conn).graceful_shutdown();
                 releasing = true;
             }
-            _ = check.tick(), if !releasing => {
+            _ = check.tick() => {
+                if stall.stalled_for().is_some_and(|t| t >= send_timeout) {
+                    // The reply (and hyper's buffers) go with the connection.
+                    tracing::info!(peer = %info.peer, "peer stopped reading (send_timeout); closing");
+                    if let Some(m) = &shared.metrics {
+                        m.refused("send_timeout");
+                    }
+                    return None;
+                }
+                if releasing {
+                    continue;
+                }
                 let now = busy.load(Ordering::Relaxed);
                 // No request started or running since the last tick: idle.
                 if now == seen && now & ((1 << 20) - 1) == 0 {
@@ -208,9 +223,9 @@ async fn serve_until_idle<S: Stream>(
 /// The socket of a hyper connection that has stopped, and the bytes read from it that
 /// hyper did not use (they come before any it had not yet read from the rewind).
 fn take_parts<S: Stream, F>(
-    parts: hyper::server::conn::http1::Parts<TokioIo<Rewind<S>>, F>,
+    parts: hyper::server::conn::http1::Parts<TokioIo<WriteStall<Rewind<S>>>, F>,
 ) -> (Bytes, S) {
-    let (unread, io) = parts.io.into_inner().into_parts();
+    let (unread, io) = parts.io.into_inner().into_inner().into_parts();
     let rest = if unread.is_empty() {
         parts.read_buf
     } else {
@@ -242,7 +257,7 @@ async fn route(
         if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
             *u = Some(sub);
         }
-        return reply;
+        return reply.map(ReplyBody::from);
     }
     let Verdict::Allowed(origin) = verdict else {
         return route_rpc(req, shared, info).await;
@@ -269,7 +284,7 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> 
             if super::console::enabled(&shared.config)
                 && (path != "/" || super::console::wants_html(&req)) =>
         {
-            super::console::serve(path)
+            super::console::serve(path).map(ReplyBody::from)
         }
         (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
             Some(r) => r,
@@ -455,13 +470,22 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     drop(charge);
     if gzip_reply && out.len() >= http_encoding::GZIP_MIN {
         let zipped = heavy::run(out.len().max(size), move || http_encoding::gzip(&out)).await;
-        let mut r = with_type(status, zipped.into(), ctype);
+        let mut r = charged(status, zipped.into(), ctype, shared);
         let h = r.headers_mut();
         h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         h.insert(VARY, HeaderValue::from_static("accept-encoding"));
         return r;
     }
-    with_type(status, out.into(), ctype)
+    charged(status, out.into(), ctype, shared)
+}
+
+/// An RPC reply, held against the output budget until hyper has taken it.
+fn charged(status: StatusCode, body: Bytes, ctype: &'static str, shared: &Shared) -> Reply {
+    let mut r = Response::new(ReplyBody::charged(body, &shared.out_budget));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
 }
 
 /// Headers that carry a correlation id (looked up by prepared name: no parsing per
@@ -488,16 +512,16 @@ fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
 
 /// The status and body for a JSON-RPC request body.
 async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
-    let bounds = Bounds::of(&shared.config.limits);
+    let bounds = Bounds::of(shared);
     let size = body.len();
-    let incoming = match super::jsonrpc::parse(body, bounds, &shared.verbs).await {
+    let incoming = match super::jsonrpc::parse(body, &bounds, &shared.verbs).await {
         Ok(i) => i,
         Err(e) => return (StatusCode::OK, super::jsonrpc::error_body(&e)),
     };
     let ctx = info.call_context("jsonrpc-http", shared);
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
-    if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, bounds, size, &mut out).await {
+    if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out).await {
         (StatusCode::OK, out)
     } else if is_batch {
         // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
@@ -522,7 +546,7 @@ fn text(status: StatusCode, body: &str) -> Reply {
 }
 
 fn with_type(status: StatusCode, body: Bytes, ctype: &'static str) -> Reply {
-    let mut r = Response::new(Full::new(body));
+    let mut r = Response::new(ReplyBody::from(Full::new(body)));
     *r.status_mut() = status;
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));

@@ -5,6 +5,7 @@
 //! larger than the frame cap gets an error line and the connection is closed.
 
 use super::jsonrpc::{self, Bounds};
+use super::out::Out;
 use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
 use crate::io::{Rewind, Stream};
@@ -31,7 +32,7 @@ impl Framer for JsonTcp {
     fn decode(
         &mut self,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
         mut room: usize,
     ) -> Result<(), Close> {
@@ -50,7 +51,7 @@ impl Framer for JsonTcp {
                         size,
                         &self.verbs,
                         &self.ctx,
-                        self.bounds,
+                        &self.bounds,
                         calls,
                     ) {
                         Ok(()) => room -= 1,
@@ -78,16 +79,16 @@ impl Framer for JsonTcp {
         Ok(())
     }
 
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+    fn reply(&mut self, done: Self::Done, out: &mut Out) {
         if let Some(body) = done {
-            line(out, &body);
+            out.put_owned(body);
+            out.put_u8(b'\n');
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
-        let mut body = Vec::with_capacity(128);
-        rpcmux_jsonrpc::write_notification(&mut body, &event.name, &event.params);
-        line(out, &body);
+    fn event(&mut self, event: &Event, out: &mut Out) {
+        out.put_shared(event.json(out.budget()));
+        out.put_u8(b'\n');
     }
 }
 
@@ -98,14 +99,15 @@ fn line(out: &mut BytesMut, body: &[u8]) {
 }
 
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let limits = shared.config.limits.clone();
+    let max_frame = shared.config.limits.max_frame;
     let verbs = shared.verbs.clone();
+    let bounds = Bounds::of(&shared);
     session::serve(io, info, shared, "jsonrpc-tcp", |ctx| JsonTcp {
-        splitter: Splitter::new(limits.max_frame),
+        splitter: Splitter::new(max_frame),
         verbs,
         ctx,
-        bounds: Bounds::of(&limits),
-        max_frame: limits.max_frame,
+        bounds,
+        max_frame,
     })
     .await;
 }

@@ -13,24 +13,28 @@ use rpcmux_jsonrpc::{write_error, write_result, write_result_with, Failed, Id, I
 use rpcmux_value::RpcError;
 use std::sync::Arc;
 
-/// Code of the error that replaces a reply larger than `max_reply`.
-pub const ERR_REPLY_TOO_LARGE: i64 = -32003;
+use super::reply_cap::ReplyCap;
 
 /// The bounds one answer works within.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Bounds {
     /// Batch members running at once.
     pub parallel: usize,
     pub max_batch: usize,
-    pub max_reply: usize,
+    /// Calls one request may start: batch members, each with the `system.multicall`
+    /// calls it carries.
+    pub max_calls: usize,
+    pub cap: ReplyCap,
 }
 
 impl Bounds {
-    pub fn of(limits: &crate::Limits) -> Bounds {
+    pub fn of(shared: &crate::server::Shared) -> Bounds {
+        let limits = &shared.config.limits;
         Bounds {
             parallel: limits.max_in_flight,
             max_batch: limits.max_batch,
-            max_reply: limits.max_reply,
+            max_calls: limits.max_calls_per_request,
+            cap: ReplyCap::of(shared),
         }
     }
 }
@@ -39,23 +43,50 @@ impl Bounds {
 /// verbs stay text, for them to deserialize straight into their types.
 pub(crate) async fn parse(
     body: bytes::Bytes,
-    bounds: Bounds,
+    bounds: &Bounds,
     verbs: &Arc<VerbTable>,
 ) -> Result<Incoming, RpcError> {
-    let verbs = verbs.clone();
-    heavy::run(body.len(), move || parse_now(&body, bounds, &verbs)).await
+    let (verbs, max_batch) = (verbs.clone(), bounds.max_batch);
+    heavy::run(body.len(), move || parse_batch(&body, max_batch, &verbs)).await
 }
 
 /// Parse a JSON-RPC message here and now (see [`parse`]).
 pub(crate) fn parse_now(
     body: &[u8],
-    bounds: Bounds,
+    bounds: &Bounds,
     verbs: &VerbTable,
 ) -> Result<Incoming, RpcError> {
-    let limits = rpcmux_jsonrpc::ParseLimits {
-        max_batch: bounds.max_batch,
-    };
+    parse_batch(body, bounds.max_batch, verbs)
+}
+
+fn parse_batch(body: &[u8], max_batch: usize, verbs: &VerbTable) -> Result<Incoming, RpcError> {
+    let limits = rpcmux_jsonrpc::ParseLimits { max_batch };
     rpcmux_jsonrpc::parse_for(body, &limits, &|m| verbs.is_typed(m))
+}
+
+/// The built-in verb that runs calls of its own.
+const MULTICALL: &str = "system.multicall";
+
+/// The calls a batch starts: one per member, and for a `system.multicall` member the
+/// calls it carries (each may be refused later by `max_batch`, but counts here).
+/// Batch members times multicall calls multiplied a 51 KB request into 475,120 calls.
+fn calls_in(items: &[Result<Request, Failed>]) -> usize {
+    items
+        .iter()
+        .map(|item| match item {
+            Ok(r) if r.method == MULTICALL => match &r.params {
+                rpcmux_value::Params::Positional(p) => match p.first() {
+                    Some(rpcmux_value::Value::Array(calls)) => 1 + calls.len(),
+                    _ => 1,
+                },
+                rpcmux_value::Params::Named(m) => match m.values().next() {
+                    Some(rpcmux_value::Value::Array(calls)) => 1 + calls.len(),
+                    _ => 1,
+                },
+            },
+            _ => 1,
+        })
+        .sum()
 }
 
 /// Run what `incoming` asks and write the reply body into `out`. Returns false when
@@ -66,7 +97,7 @@ pub(crate) async fn answer(
     verbs: Arc<VerbTable>,
     ctx: CallContext,
     incoming: Incoming,
-    bounds: Bounds,
+    bounds: &Bounds,
     size: usize,
     out: &mut Vec<u8>,
 ) -> bool {
@@ -75,15 +106,24 @@ pub(crate) async fn answer(
             Some((id, r)) => {
                 let start = out.len();
                 encode_into(out, size, &id, r).await;
-                if out.len() - start > bounds.max_reply {
+                if let Err(e) = bounds.cap.check(out.len() - start) {
                     out.truncate(start);
-                    too_large(out, &id, bounds.max_reply);
+                    write_error(out, &id, &e);
                 }
                 true
             }
             None => false,
         },
         Incoming::Batch(items) => {
+            let calls = calls_in(&items);
+            if calls > bounds.max_calls {
+                let e = RpcError::invalid_request(format!(
+                    "this batch would start {calls} calls (its members and the system.multicall calls they carry); at most {} per request (max_calls_per_request)",
+                    bounds.max_calls
+                ));
+                write_error(out, &Id::Null, &e);
+                return true;
+            }
             let per_member = size / items.len().max(1);
             let mut replies = stream::iter(runs(&verbs, items, bounds.max_batch))
                 .map(|run| {
@@ -107,10 +147,10 @@ pub(crate) async fn answer(
             let start = out.len();
             let mut first = true;
             while let Some(reply) = replies.next().await {
-                if out.len() - start + reply.len() + 2 > bounds.max_reply {
+                if let Err(e) = bounds.cap.check(out.len() - start + reply.len() + 2) {
                     // Stop here: the members still running are dropped with the stream.
                     out.truncate(start);
-                    too_large(out, &Id::Null, bounds.max_reply);
+                    write_error(out, &Id::Null, &e);
                     return true;
                 }
                 out.push(if first { b'[' } else { b',' });
@@ -218,14 +258,6 @@ async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, 
     out.extend_from_slice(&encoded);
 }
 
-fn too_large(out: &mut Vec<u8>, id: &Id, max: usize) {
-    let e = RpcError::new(
-        ERR_REPLY_TOO_LARGE,
-        format!("reply larger than {max} bytes (max_reply)"),
-    );
-    write_error(out, id, &e);
-}
-
 /// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
 /// text of `frame` from `start` on, `frame` holding `size` bytes of input) as a call
 /// whose result is its encoded reply (`None` for notifications only). A large message
@@ -238,16 +270,17 @@ pub(crate) fn start_message(
     size: usize,
     verbs: &Arc<VerbTable>,
     ctx: &CallContext,
-    bounds: Bounds,
+    bounds: &Bounds,
     calls: &mut crate::transport::session::Calls<Option<Vec<u8>>>,
 ) -> Result<(), Vec<u8>> {
     let (verbs, ctx) = (verbs.clone(), ctx.clone());
     if size >= heavy::OFFLOAD_AT {
+        let bounds = bounds.clone();
         let text = frame.split_off(start).freeze();
         calls.start(size, async move {
             let mut body = Vec::new();
-            match parse(text, bounds, &verbs).await {
-                Ok(incoming) => answer(verbs, ctx, incoming, bounds, size, &mut body)
+            match parse(text, &bounds, &verbs).await {
+                Ok(incoming) => answer(verbs, ctx, incoming, &bounds, size, &mut body)
                     .await
                     .then_some(body),
                 Err(e) => Some(error_body(&e)),
@@ -256,9 +289,10 @@ pub(crate) fn start_message(
         return Ok(());
     }
     let incoming = parse_now(&frame[start..], bounds, &verbs).map_err(|e| error_body(&e))?;
+    let bounds = bounds.clone();
     calls.start(size, async move {
         let mut body = Vec::with_capacity(256);
-        answer(verbs, ctx, incoming, bounds, size, &mut body)
+        answer(verbs, ctx, incoming, &bounds, size, &mut body)
             .await
             .then_some(body)
     });

@@ -42,7 +42,7 @@ pub(crate) async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
-fn answer(req: &Request<hyper::body::Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
+fn answer(req: &Request<hyper::body::Incoming>, shared: &Shared) -> super::http::Reply {
     let om = super::http::wants_openmetrics(req);
     let found = match (req.method(), req.uri().path()) {
         (&Method::GET | &Method::HEAD, "/metrics") => super::http::metrics(shared, om),
@@ -52,7 +52,7 @@ fn answer(req: &Request<hyper::body::Incoming>, shared: &Shared) -> Response<Ful
         _ => None,
     };
     found.unwrap_or_else(|| {
-        let mut r = Response::new(Full::new(Bytes::from_static(b"GET /metrics\n")));
+        let mut r = Response::new(Full::new(Bytes::from_static(b"GET /metrics\n")).into());
         *r.status_mut() = StatusCode::NOT_FOUND;
         r
     })

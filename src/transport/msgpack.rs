@@ -5,6 +5,8 @@
 //! resynchronised, so a framing error is logged and the connection closed after the
 //! replies already owed are written.
 
+use super::out::Out;
+use super::reply_cap::ReplyCap;
 use super::session::{self, Calls, Close, Framer};
 use crate::events::Event;
 use crate::heavy;
@@ -14,7 +16,7 @@ use crate::verbs::{CallContext, Dispatched, Encode, Found, Input, Output, Verb, 
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
 use rpcmux_msgpack_rpc::{
-    encode_notification, encode_response, encode_result_with, split_call, Limits, Message,
+    encode_response, encode_result_with, split_call, Limits, Message,
     MsgpackRpcCodec, SplitCall,
 };
 use rpcmux_value::{Params, RpcError};
@@ -24,7 +26,7 @@ struct Msgpack {
     codec: MsgpackRpcCodec,
     verbs: Arc<VerbTable>,
     ctx: CallContext,
-    max_reply: usize,
+    cap: ReplyCap,
     /// Bounds of one group of pipelined calls sent as one request (see [`Group`]):
     /// members, and request bytes in all.
     max_batch: usize,
@@ -94,7 +96,7 @@ fn not_a_call(split: Result<SplitCall<'_>, rpcmux_msgpack_rpc::CodecError>) -> S
 
 /// Run a started call to its reply (`None` for a notification); a big one's reply is
 /// encoded off the async workers.
-async fn finish(started: Started, size: usize, max_reply: usize) -> Done {
+async fn finish(started: Started, size: usize, cap: ReplyCap) -> Done {
     match started {
         Started::Call(Some(msgid), reply) => {
             let r = reply.await;
@@ -104,7 +106,7 @@ async fn finish(started: Started, size: usize, max_reply: usize) -> Done {
             Some(
                 heavy::run(size, move || {
                     let mut out = BytesMut::new();
-                    put_reply(&mut out, msgid, r, max_reply);
+                    put_reply(&mut out, msgid, r, &cap);
                     Reply::Encoded(out)
                 })
                 .await,
@@ -131,44 +133,37 @@ fn answered(msgid: Option<u32>, r: Result<Output, RpcError>) -> Done {
 }
 
 /// Append the reply to `msgid`, a typed result serialized straight into `out`; one
-/// over `max_reply` bytes becomes error -32003.
-fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<Output, RpcError>, max_reply: usize) {
+/// the cap refuses (over `max_reply`, or big while the output budget is spent) becomes
+/// its error (-32003, -32006).
+fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<Output, RpcError>, cap: &ReplyCap) {
     let start = out.len();
     match &result {
         Ok(Output::Value(v)) => encode_response(out, msgid, Ok(v)),
-        Ok(Output::Typed(t)) => return put_typed_reply(out, msgid, &**t, max_reply),
+        Ok(Output::Typed(t)) => return put_typed_reply(out, msgid, &**t, cap),
         Err(e) => encode_response(out, msgid, Err(e)),
     }
-    if out.len() - start > max_reply {
+    if let Err(e) = cap.check(out.len() - start) {
         out.truncate(start);
-        encode_response(out, msgid, Err(&reply_too_large(max_reply)));
+        encode_response(out, msgid, Err(&e));
     }
 }
 
 /// Append the reply to `msgid` with a typed result, serialized straight into `out`;
-/// one over `max_reply` bytes becomes error -32003, a result whose `Serialize` panics
-/// -32603 (nothing of it is left in `out`).
-fn put_typed_reply(out: &mut BytesMut, msgid: u32, result: &dyn Encode, max_reply: usize) {
+/// one the cap refuses becomes its error (see [`put_reply`]), a result whose
+/// `Serialize` panics -32603 (nothing of it is left in `out`).
+fn put_typed_reply(out: &mut BytesMut, msgid: u32, result: &dyn Encode, cap: &ReplyCap) {
     let start = out.len();
     let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         encode_result_with(out, msgid, |o| result.to_msgpack(o))
     }));
     let error = match written {
         Err(_) => Some(RpcError::internal("the result could not be encoded")),
-        Ok(()) if out.len() - start > max_reply => Some(reply_too_large(max_reply)),
-        Ok(()) => None,
+        Ok(()) => cap.check(out.len() - start).err(),
     };
     if let Some(e) = error {
         out.truncate(start);
         encode_response(out, msgid, Err(&e));
     }
-}
-
-pub(crate) fn reply_too_large(max: usize) -> RpcError {
-    RpcError::new(
-        super::jsonrpc::ERR_REPLY_TOO_LARGE,
-        format!("reply larger than {max} bytes (max_reply)"),
-    )
 }
 
 /// A finished call's reply: its msgid and outcome, to encode straight into the output
@@ -250,13 +245,13 @@ impl Msgpack {
         };
         // Levels the reader may open: the message array is one of the cap's.
         let depth = limits.max_depth.saturating_sub(1);
-        let max_reply = self.max_reply;
+        let cap = &self.cap;
         let mut write_now = |r: &dyn Encode| {
             if out.len() >= session::MAX_OUT || self.events_waiting() {
                 return false;
             }
             if let Some(msgid) = msgid {
-                put_typed_reply(out, msgid, r, max_reply);
+                put_typed_reply(out, msgid, r, cap);
             }
             true
         };
@@ -280,16 +275,15 @@ impl Msgpack {
         out: &mut BytesMut,
         calls: &mut Calls<Done>,
     ) {
-        let max_reply = self.max_reply;
         match started {
             Started::Nothing => {}
-            Started::Answer(msgid, e) => put_reply(out, msgid, Err(e), max_reply),
+            Started::Answer(msgid, e) => put_reply(out, msgid, Err(e), &self.cap),
             Started::Call(_, Dispatched::Written) => {}
             Started::Call(msgid, reply) => match reply.now() {
                 Ok(r) => calls.finished(answered(msgid, r)),
                 Err(running) => {
                     let started = Started::Call(msgid, Dispatched::Running(running));
-                    calls.start(size, finish(started, size, max_reply))
+                    calls.start(size, finish(started, size, self.cap.clone()))
                 }
             },
         }
@@ -350,7 +344,7 @@ impl Msgpack {
     /// msgpack-rpc's shape; the replies together are bounded by `max_reply` (members
     /// past it get -32003).
     fn run_group(&self, mut group: Group) -> BoxFuture<'static, Done> {
-        let (max_reply, bytes) = (self.max_reply, group.bytes);
+        let (cap, bytes) = (self.cap.clone(), group.bytes);
         if group.members.len() == 1 {
             let (msgid, verb, params) = group.members.remove(0);
             let found = Found::Extra(Some(verb.clone()));
@@ -358,7 +352,7 @@ impl Msgpack {
             let reply = self
                 .verbs
                 .dispatch_found(&verb.name, &found, input, self.ctx.clone());
-            return Box::pin(finish(Started::Call(msgid, reply), bytes, max_reply));
+            return Box::pin(finish(Started::Call(msgid, reply), bytes, cap));
         }
         let mut ids = Vec::with_capacity(group.members.len());
         let members = group
@@ -376,10 +370,9 @@ impl Msgpack {
                 let mut out = BytesMut::new();
                 for (msgid, r) in ids.into_iter().zip(results) {
                     let Some(msgid) = msgid else { continue };
-                    if out.len() > max_reply {
-                        put_reply(&mut out, msgid, Err(reply_too_large(max_reply)), max_reply);
-                    } else {
-                        put_reply(&mut out, msgid, r, max_reply);
+                    match cap.check(out.len()) {
+                        Err(e) => put_reply(&mut out, msgid, Err(e), &cap),
+                        Ok(()) => put_reply(&mut out, msgid, r, &cap),
                     }
                 }
                 out
@@ -396,7 +389,7 @@ impl Framer for Msgpack {
     fn decode(
         &mut self,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
         mut room: usize,
     ) -> Result<(), Close> {
@@ -421,7 +414,6 @@ impl Framer for Msgpack {
                     });
                 }
             };
-            let max_reply = self.max_reply;
             if size < heavy::OFFLOAD_AT {
                 // Small: the call starts from the bytes in place (a typed verb's params
                 // are deserialized from them), then they are dropped.
@@ -444,10 +436,10 @@ impl Framer for Msgpack {
             } else {
                 // Big: split and decoded inside the call, off the async workers.
                 let frame = input.split_to(size).freeze();
-                let (verbs, ctx) = (self.verbs.clone(), self.ctx.clone());
+                let (verbs, ctx, cap) = (self.verbs.clone(), self.ctx.clone(), self.cap.clone());
                 calls.start(size, async move {
                     let started = heavy::run(size, move || start_frame(&verbs, &frame, ctx)).await;
-                    finish(started, size, max_reply).await
+                    finish(started, size, cap).await
                 });
             }
             room -= 1;
@@ -455,17 +447,17 @@ impl Framer for Msgpack {
         Ok(())
     }
 
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+    fn reply(&mut self, done: Self::Done, out: &mut Out) {
         match done {
-            Some(Reply::Done(msgid, r)) => put_reply(out, msgid, r, self.max_reply),
-            Some(Reply::Encoded(bytes)) => out.extend_from_slice(&bytes),
+            Some(Reply::Done(msgid, r)) => put_reply(out, msgid, r, &self.cap),
+            Some(Reply::Encoded(bytes)) => out.put_owned(bytes),
             None => {}
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
-        if let Err(e) = encode_notification(out, &event.name, std::slice::from_ref(&event.params)) {
-            tracing::warn!(error = %e, event = %event.name, "event not encodable as msgpack");
+    fn event(&mut self, event: &Event, out: &mut Out) {
+        if let Some(bytes) = event.msgpack(out.budget()) {
+            out.put_shared(bytes);
         }
     }
 }
@@ -481,12 +473,13 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
     let codec = MsgpackRpcCodec::new(limits(&shared));
     let verbs = shared.verbs.clone();
     let limits = &shared.config.limits;
-    let (max_reply, max_batch, max_frame) = (limits.max_reply, limits.max_batch, limits.max_frame);
+    let (max_batch, max_frame) = (limits.max_batch, limits.max_frame);
+    let cap = ReplyCap::of(&shared);
     session::serve(io, info, shared, "msgpack-rpc", |ctx| Msgpack {
         codec,
         verbs,
         ctx,
-        max_reply,
+        cap,
         max_batch,
         max_frame,
     })
@@ -503,7 +496,7 @@ pub(crate) async fn answer_http(
 ) -> Option<Vec<u8>> {
     let size = body.len();
     let limits = limits(shared);
-    let max_reply = shared.config.limits.max_reply;
+    let cap = ReplyCap::of(shared);
     let parsed = heavy::run(size, move || {
         rpcmux_msgpack_rpc::decode_message(&body, &limits)
     })
@@ -538,7 +531,7 @@ pub(crate) async fn answer_http(
     };
     let out = heavy::run(size, move || {
         let mut out = BytesMut::new();
-        put_reply(&mut out, msgid, result, max_reply);
+        put_reply(&mut out, msgid, result, &cap);
         out
     })
     .await;
@@ -569,7 +562,10 @@ mod tests {
             codec: MsgpackRpcCodec::new(Limits::default()),
             verbs: Arc::new(verbs),
             ctx: CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default())),
-            max_reply: 1 << 24,
+            cap: ReplyCap {
+                max_reply: 1 << 24,
+                budget: Budget::new(1 << 30),
+            },
             max_batch: 100,
             max_frame: 1 << 24,
         }
@@ -596,7 +592,8 @@ mod tests {
                     .unwrap();
             }
             let mut calls = Calls::new(Budget::new(1 << 30));
-            let mut out = BytesMut::with_capacity(64 << 10);
+            let mut out = Out::new(Budget::new(1 << 30));
+            out.reserve(64 << 10);
             let rounds: usize = std::env::var("FRAMER_ROUNDS")
                 .ok()
                 .and_then(|r| r.parse().ok())
@@ -635,7 +632,10 @@ mod tests {
             codec: MsgpackRpcCodec::new(Limits::default()),
             verbs: Arc::new(verbs),
             ctx,
-            max_reply: 1 << 20,
+            cap: ReplyCap {
+                max_reply: 1 << 20,
+                budget: Budget::new(1 << 30),
+            },
             max_batch: 100,
             max_frame: 1 << 20,
         };
@@ -706,7 +706,7 @@ mod tests {
             rpcmux_msgpack_rpc::encode_request(&mut input, id as u32, method, &params).unwrap();
         }
         let mut calls = Calls::new(Budget::new(1 << 30));
-        let mut out = BytesMut::new();
+        let mut out = Out::new(Budget::new(1 << 30));
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
         assert!(input.is_empty());
         assert!(calls.is_empty(), "answered in place, nothing queued");
@@ -722,10 +722,7 @@ mod tests {
         session
             .link
             .outbox
-            .try_send(Arc::new(crate::events::Event {
-                name: "e".into(),
-                params: Value::Nil,
-            }))
+            .try_send(Arc::new(crate::events::Event::new("e", Value::Nil)))
             .unwrap();
         rpcmux_msgpack_rpc::encode_request(&mut input, 7, "twice", &[Value::from(1)]).unwrap();
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
@@ -768,7 +765,7 @@ mod tests {
             rpcmux_msgpack_rpc::encode_request(&mut input, id as u32, method, params).unwrap();
         }
         let mut calls_running = Calls::new(Budget::new(1 << 30));
-        let mut out = BytesMut::new();
+        let mut out = Out::new(Budget::new(1 << 30));
         framer
             .decode(&mut input, &mut out, &mut calls_running, 64)
             .unwrap();

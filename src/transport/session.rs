@@ -9,8 +9,9 @@
 //! instead of growing the server's memory (VDSM's queues were unbounded).
 
 use crate::budget::{Budget, Charge, SMALL};
+use super::out::Out;
 use crate::events::Event;
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use std::collections::VecDeque;
@@ -136,20 +137,21 @@ pub(crate) trait Framer: Send {
     fn decode(
         &mut self,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
         room: usize,
     ) -> Result<(), Close>;
 
     /// A call finished: write its reply.
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut);
+    fn reply(&mut self, done: Self::Done, out: &mut Out);
 
-    /// A subscribed event arrived: write it as a notification.
-    fn event(&mut self, event: &Event, out: &mut BytesMut);
+    /// A subscribed event arrived: write it as a notification (bytes every subscriber
+    /// sends alike go in shared: [`Event`]'s encodings, [`Out::put_shared`]).
+    fn event(&mut self, event: &Event, out: &mut Out);
 
     /// Called every [`Framer::tick_every`] (heart-beats); `Err` closes. `idle_for` is
     /// how long ago the peer last sent a byte.
-    fn tick(&mut self, _idle_for: Duration, _out: &mut BytesMut) -> Result<(), Close> {
+    fn tick(&mut self, _idle_for: Duration, _out: &mut Out) -> Result<(), Close> {
         Ok(())
     }
 
@@ -165,9 +167,15 @@ pub(crate) trait Framer: Send {
         false
     }
 
+    /// Input bytes the framer holds of its own (a WebSocket message being put together
+    /// from fragments): charged to the process budget like the driver's input buffer.
+    fn held(&self) -> usize {
+        0
+    }
+
     /// Reading has stopped (peer gone, shutdown, idle, a limit) and every call has
     /// answered: the last output, once (a WebSocket close frame).
-    fn finish(&mut self, _out: &mut BytesMut) {}
+    fn finish(&mut self, _out: &mut Out) {}
 }
 
 pub(crate) struct DriveOpts {
@@ -176,8 +184,12 @@ pub(crate) struct DriveOpts {
     pub max_in_flight_bytes: usize,
     /// The process-wide budget of request bytes in flight.
     pub budget: Arc<Budget>,
+    /// The process-wide budget of bytes queued for clients.
+    pub out_budget: Arc<Budget>,
     pub max_out: usize,
     pub idle_timeout: Duration,
+    /// How long output may wait without a byte written before the connection closes.
+    pub send_timeout: Duration,
     pub shutdown: CancellationToken,
     /// Cancelled when the event hub drops this connection as too slow.
     pub kill: CancellationToken,
@@ -201,8 +213,10 @@ impl DriveOpts {
             max_in_flight: limits.max_in_flight,
             max_in_flight_bytes: limits.max_in_flight_bytes,
             budget: shared.budget.clone(),
+            out_budget: shared.out_budget.clone(),
             max_out: MAX_OUT,
             idle_timeout: limits.idle_timeout(),
+            send_timeout: limits.send_timeout(),
             shutdown: shared.shutdown.clone(),
             kill,
             peer: info.peer.to_string(),
@@ -272,15 +286,20 @@ const SMALL_READ_ROOM: usize = 2 * 1024;
 /// Unsent output past which the driver stops reading and stops taking events.
 pub(crate) const MAX_OUT: usize = 4 << 20;
 
-/// Write some of `out`, or flush once it is all written (TLS buffers inside).
+/// Write some of `out` (several pieces at once when it has shared chunks), or flush once
+/// it is all written (TLS buffers inside).
 async fn write_or_flush<W: AsyncWrite + Unpin>(
     wr: &mut W,
-    out: &[u8],
+    out: &Out,
 ) -> std::io::Result<Option<usize>> {
-    if out.is_empty() {
+    if out.is_done() {
         wr.flush().await.map(|_| None)
+    } else if out.is_chunked() && wr.is_write_vectored() {
+        let mut slices = Vec::new();
+        out.slices(&mut slices);
+        wr.write_vectored(&slices).await.map(Some)
     } else {
-        wr.write(out).await.map(Some)
+        wr.write(out.front()).await.map(Some)
     }
 }
 
@@ -301,6 +320,21 @@ async fn next_event(rx: &mut mpsc::Receiver<Arc<Event>>) -> Option<Arc<Event>> {
     rx.recv().await
 }
 
+/// A buffer holding more than this once empty is given back at once (a large frame or
+/// reply has gone): an attacker cycling big messages keeps no big buffers between them.
+const KEEP_EMPTY: usize = 4 * READ_ROOM;
+
+/// Input bytes of a connection charged to the process budget: its buffer once past
+/// [`SMALL`] (a partial frame being read), and what the framer holds of its own.
+fn input_held(input: &BytesMut, framer_held: usize) -> usize {
+    let buffered = if input.capacity() > SMALL {
+        input.capacity()
+    } else {
+        0
+    };
+    buffered + framer_held
+}
+
 pub(crate) async fn drive<R, W, F>(
     mut rd: R,
     mut wr: W,
@@ -313,8 +347,12 @@ pub(crate) async fn drive<R, W, F>(
     W: AsyncWrite + Unpin,
     F: Framer,
 {
-    let mut out = BytesMut::new();
+    let mut out = Out::new(opts.out_budget.clone());
     let mut calls: Calls<F::Done> = Calls::new(opts.budget.clone());
+    // What this connection holds for itself: unsent output (output budget) and a
+    // partial frame or message being read (input budget).
+    let mut out_charge = opts.out_budget.charge(0);
+    let mut in_charge = opts.budget.charge(0);
     let mut reading = true;
     let mut unflushed = false;
     let mut finished = false;
@@ -331,7 +369,7 @@ pub(crate) async fn drive<R, W, F>(
     tokio::pin!(release);
     // Since when output has waited without a byte written (None: nothing waits).
     let mut stalled_since: Option<tokio::time::Instant> = None;
-    let stalled = tokio::time::sleep(opts.idle_timeout);
+    let stalled = tokio::time::sleep(opts.send_timeout);
     tokio::pin!(stalled);
     let mut tick_every = framer.tick_every();
     let mut ticker = ticker_for(tick_every);
@@ -348,13 +386,25 @@ pub(crate) async fn drive<R, W, F>(
         // always run, however large), and in the process-wide budget.
         let room_for_calls = calls.len() < opts.max_in_flight
             && (calls.is_empty() || calls.bytes < opts.max_in_flight_bytes);
+        // Room for more output: this connection's share, and while the process-wide
+        // output budget is spent, only a connection with nothing waiting may start
+        // calls (clients that read their replies go on; those that do not, stop).
+        let out_room = out.pending() < opts.max_out
+            && (out.is_done() || opts.out_budget.has_room());
         // While large requests hold the process budget, a connection may still buffer
         // and decode up to `SMALL` bytes: a frame complete within them is small and
-        // takes the reserve; one that is not waits for the budget (see `budget`).
-        let big_room = opts.budget.has_room();
-        let small_room = !big_room && opts.budget.room_for(SMALL, 0);
+        // takes the reserve; one that is not waits for the budget (see `budget`). The
+        // connection's own partial frame is its own: it does not keep itself waiting.
+        let own = in_charge.bytes();
+        let big_room = opts.budget.room_for(usize::MAX, own) && opts.out_budget.has_room();
+        let small_room = !big_room && opts.budget.room_for(SMALL, own);
         let may_decode = big_room || (small_room && input.len() <= SMALL);
-        if reading && room_for_calls && may_decode && (!input.is_empty() || framer.has_pending()) {
+        if reading
+            && room_for_calls
+            && out_room
+            && may_decode
+            && (!input.is_empty() || framer.has_pending())
+        {
             // One call per decode: each call's bytes are known and checked before the next.
             let room = 1;
             let before = input.len();
@@ -364,16 +414,19 @@ pub(crate) async fn drive<R, W, F>(
                 }
                 tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
                 reading = false;
-            } else if !input.is_empty() && input.len() < before && out.len() < opts.max_out {
+            } else if !input.is_empty() && input.len() < before && out.pending() < opts.max_out {
                 // A message was taken and more input waits: go round again before reading
                 // or writing (a call answered in place, straight into `out`, adds no
                 // entry to `calls`), so one write carries the replies of all of it.
                 continue;
             }
+            if input.is_empty() && input.capacity() > KEEP_EMPTY {
+                input = BytesMut::new();
+            }
         }
         // Replies of the calls that finished as they started, while the output has
         // room; events a call published first, as for the others (below).
-        while out.len() < opts.max_out {
+        while out.pending() < opts.max_out {
             let Some(done) = calls.take_ready() else {
                 break;
             };
@@ -389,10 +442,12 @@ pub(crate) async fn drive<R, W, F>(
             finished = true;
             framer.finish(&mut out);
         }
-        if !reading && calls.is_empty() && out.is_empty() && !unflushed {
+        if !reading && calls.is_empty() && out.is_done() && !unflushed {
             break;
         }
-        let idle_now = calls.is_empty() && input.is_empty() && out.is_empty() && !unflushed;
+        out_charge.set(out.owned());
+        in_charge.set(input_held(&input, framer.held()));
+        let idle_now = calls.is_empty() && input.is_empty() && out.is_done() && !unflushed;
         if !idle_now {
             idle_since = None;
         } else if idle_since.is_none() {
@@ -404,7 +459,7 @@ pub(crate) async fn drive<R, W, F>(
             ticker = ticker_for(tick_every);
         }
         let may_read = big_room || (small_room && input.len() < SMALL);
-        let can_read = reading && room_for_calls && may_read && out.len() < opts.max_out;
+        let can_read = reading && room_for_calls && may_read && out_room;
         let read_limit = if big_room {
             usize::MAX
         } else {
@@ -426,6 +481,7 @@ pub(crate) async fn drive<R, W, F>(
         // What the read below may fill: if it does, the peer has more to send.
         let read_room = (input.capacity() - input.len()).min(read_limit);
         let wait_for_budget = reading && !big_room;
+        let has_output = !out.is_done();
         tokio::select! {
             biased;
             _ = &mut killed => {
@@ -434,7 +490,7 @@ pub(crate) async fn drive<R, W, F>(
             }
             // A finished call's reply is taken only while the unsent output has room: a
             // reply that does not fit waits in its call rather than piling up here.
-            Some(done) = calls.next(), if !calls.running.is_empty() && out.len() < opts.max_out => {
+            Some(done) = calls.next(), if !calls.running.is_empty() && out.pending() < opts.max_out => {
                 // Events a call published reach its caller before its reply, as VDSM
                 // sends them (its client's tests depend on the order).
                 while let Ok(ev) = events.try_recv() {
@@ -446,21 +502,24 @@ pub(crate) async fn drive<R, W, F>(
                     last_reply = tokio::time::Instant::now();
                 }
             }
-            r = write_or_flush(&mut wr, &out), if !out.is_empty() || unflushed => match r {
+            r = write_or_flush(&mut wr, &out), if has_output || unflushed => match r {
                 Ok(Some(n)) if n > 0 => {
                     out.advance(n);
                     unflushed = true;
                     stalled_since = None;
+                    if out.is_done() && out.capacity() > KEEP_EMPTY {
+                        out.release();
+                    }
                 }
                 Ok(None) => unflushed = false,
                 _ => break,
             },
-            Some(ev) = next_event(&mut events), if reading && out.len() < opts.max_out => {
+            Some(ev) = next_event(&mut events), if reading && out.pending() < opts.max_out => {
                 framer.event(&ev, &mut out);
                 // Take the rest of the queue in the same turn: a burst of events costs one
                 // write, and the queue empties whenever this task runs (one event per
                 // turn left a subscriber behind a burst judged too slow and dropped).
-                while out.len() < opts.max_out {
+                while out.pending() < opts.max_out {
                     match events.try_recv() {
                         Ok(ev) => framer.event(&ev, &mut out),
                         Err(_) => break,
@@ -487,26 +546,30 @@ pub(crate) async fn drive<R, W, F>(
                 Some(t) if t.elapsed() >= RELEASE_AFTER => {
                     tracing::trace!(peer = %opts.peer, input = input.capacity(), out = out.capacity(), "idle: buffers released");
                     input = BytesMut::new();
-                    out = BytesMut::new();
+                    out.release();
                     read_full = false;
                 }
                 Some(t) => release.as_mut().reset(t + RELEASE_AFTER),
                 None => {}
             },
             _ = opts.budget.freed(), if wait_for_budget => {}
-            // A peer that stops reading holds its output and its calls: the idle timeout
-            // bounds how long output may wait without a byte written.
+            _ = opts.out_budget.freed(), if reading && !out_room && out.pending() < opts.max_out => {}
+            // A peer that stops reading holds its output and its calls: `send_timeout`
+            // bounds how long output may wait without a byte written (nginx's rule).
             // (The timer is not moved per write; when it fires it re-arms from the stall's start.)
-            _ = &mut stalled, if !out.is_empty() => match stalled_since {
-                Some(t) if t.elapsed() >= opts.idle_timeout => {
-                    tracing::info!(peer = %opts.peer, unsent = out.len(), "peer stopped reading; closing");
+            _ = &mut stalled, if has_output => match stalled_since {
+                Some(t) if t.elapsed() >= opts.send_timeout => {
+                    tracing::info!(peer = %opts.peer, unsent = out.pending(), "peer stopped reading (send_timeout); closing");
+                    if let Some(m) = &opts.metrics {
+                        m.refused("send_timeout");
+                    }
                     break;
                 }
-                Some(t) => stalled.as_mut().reset(t + opts.idle_timeout),
+                Some(t) => stalled.as_mut().reset(t + opts.send_timeout),
                 None => {
                     let now = tokio::time::Instant::now();
                     stalled_since = Some(now);
-                    stalled.as_mut().reset(now + opts.idle_timeout);
+                    stalled.as_mut().reset(now + opts.send_timeout);
                 }
             },
             _ = &mut idle, if reading && calls.is_empty() => {
@@ -528,6 +591,10 @@ pub(crate) async fn drive<R, W, F>(
             }
         }
     }
+    // What this connection held is freed before the lingering close.
+    drop(out);
+    drop(calls);
+    drop((out_charge, in_charge));
     let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
     linger(&mut rd).await;
 }
@@ -563,6 +630,7 @@ fn ticker_for(every: Option<Duration>) -> tokio::time::Interval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Buf;
     use std::pin::Pin;
     use std::sync::Mutex;
     use std::task::{Context, Poll};
@@ -601,7 +669,7 @@ mod tests {
         fn decode(
             &mut self,
             input: &mut BytesMut,
-            _: &mut BytesMut,
+            _: &mut Out,
             _: &mut Calls<()>,
             _: usize,
         ) -> Result<(), Close> {
@@ -610,8 +678,8 @@ mod tests {
             input.advance(input.len() - keep);
             Ok(())
         }
-        fn reply(&mut self, _: (), _: &mut BytesMut) {}
-        fn event(&mut self, _: &Event, _: &mut BytesMut) {}
+        fn reply(&mut self, _: (), _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: &mut Out) {}
     }
 
     /// The room each read of a connection fed by `Chunks { fill, .. }` gets.
@@ -627,8 +695,10 @@ mod tests {
             max_in_flight: 8,
             max_in_flight_bytes: 1 << 20,
             budget: Budget::new(1 << 20),
+            out_budget: Budget::new(1 << 20),
             max_out: MAX_OUT,
             idle_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
             shutdown: CancellationToken::new(),
             kill: CancellationToken::new(),
             peer: "test".into(),

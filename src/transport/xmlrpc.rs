@@ -35,7 +35,7 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
             shared.verbs.dispatch(&call.method, params, ctx).await
         }
     };
-    let max_reply = shared.config.limits.max_reply;
+    let cap = super::reply_cap::ReplyCap::of(shared);
     heavy::run(size, move || {
         let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
         // A typed result is written straight to XML, with no value tree between.
@@ -47,8 +47,8 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
         if let Err(e) = written {
             rpcmux_xmlrpc::write_fault(&mut out, &e);
         }
-        if out.len() > max_reply {
-            return fault_body(&super::msgpack::reply_too_large(max_reply));
+        if let Err(e) = cap.check(out.len()) {
+            return fault_body(&e);
         }
         out
     })

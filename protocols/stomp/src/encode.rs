@@ -36,11 +36,39 @@ pub fn encode_frame(frame: &Frame, dst: &mut BytesMut) -> Result<(), StompError>
     result
 }
 
+/// Append the head of a frame whose body of `body_len` bytes the caller writes next,
+/// followed by the NUL that ends the frame: the command, the headers as
+/// [`encode_frame`] writes them (`content-length` stating `body_len`) and the blank
+/// line. `frame.body` is ignored. For a body that several frames carry alike (a server
+/// sending one message to many subscriptions keeps one copy of it).
+///
+/// On error `dst` is left as it was.
+pub fn encode_frame_head(
+    frame: &Frame,
+    body_len: usize,
+    dst: &mut BytesMut,
+) -> Result<(), StompError> {
+    let start = dst.len();
+    let result = write_head(frame, body_len, dst);
+    if result.is_err() {
+        dst.truncate(start);
+    }
+    result
+}
+
 fn write_frame(frame: &Frame, dst: &mut BytesMut) -> Result<(), StompError> {
+    dst.reserve(frame.body.len() + 1);
+    write_head(frame, frame.body.len(), dst)?;
+    dst.put_slice(&frame.body);
+    dst.put_u8(b'\0');
+    Ok(())
+}
+
+fn write_head(frame: &Frame, body_len: usize, dst: &mut BytesMut) -> Result<(), StompError> {
     let escape = frame.command.escapes_headers();
     let command = frame.command.as_str();
     let mut digits = [0u8; 20];
-    let digits = decimal(frame.body.len() as u64, &mut digits);
+    let digits = decimal(body_len as u64, &mut digits);
 
     // Reserve once for the unescaped size; escapes are rare and grow `dst` if needed.
     let headers: usize = frame
@@ -49,7 +77,7 @@ fn write_frame(frame: &Frame, dst: &mut BytesMut) -> Result<(), StompError> {
         .map(|(n, v)| n.len() + v.len() + 2)
         .sum();
     let length_line = CONTENT_LENGTH.len() + digits.len() + 2;
-    dst.reserve(command.len() + 1 + headers + length_line + 1 + frame.body.len() + 1);
+    dst.reserve(command.len() + 1 + headers + length_line + 1);
 
     dst.put_slice(command.as_bytes());
     dst.put_u8(b'\n');
@@ -69,12 +97,10 @@ fn write_frame(frame: &Frame, dst: &mut BytesMut) -> Result<(), StompError> {
         put_text(dst, value, escape && value_class & class::ESCAPED != 0);
         dst.put_u8(b'\n');
     }
-    if !length_written && !frame.body.is_empty() {
+    if !length_written && body_len > 0 {
         put_length(dst, digits);
     }
     dst.put_u8(b'\n');
-    dst.put_slice(&frame.body);
-    dst.put_u8(b'\0');
     Ok(())
 }
 
@@ -176,6 +202,18 @@ mod tests {
         let f = Frame::new(Command::Send).header("content-length", "5");
         assert_eq!(enc(&f), b"SEND\ncontent-length:0\n\n\0");
         assert_eq!(enc(&Frame::new(Command::Disconnect)), b"DISCONNECT\n\n\0");
+    }
+
+    #[test]
+    fn a_head_and_its_body_make_the_whole_frame() {
+        let f = Frame::new(Command::Message)
+            .header("destination", "a:b")
+            .with_body(&b"x\0y"[..]);
+        let mut split = BytesMut::new();
+        encode_frame_head(&f, f.body.len(), &mut split).unwrap();
+        split.extend_from_slice(&f.body);
+        split.extend_from_slice(b"\0");
+        assert_eq!(split, enc(&f));
     }
 
     #[test]

@@ -45,7 +45,7 @@ mod probe;
 
 pub use codec::StompCodec;
 pub use command::{Command, UnknownCommand};
-pub use encode::{encode_frame, encode_heartbeat, HEARTBEAT};
+pub use encode::{encode_frame, encode_frame_head, encode_heartbeat, HEARTBEAT};
 pub use error::StompError;
 pub use frame::{Frame, Item};
 pub use heartbeat::{heartbeat_negotiate, parse_heartbeat};

@@ -14,6 +14,7 @@ use super::heartbeat::{self, Beats, Due};
 use super::subscriptions::{Refused, Subscriptions};
 use crate::events::Event;
 use crate::server::Shared;
+use crate::transport::out::Out;
 use crate::transport::session::{Calls, Close, Framer, MAX_OUT};
 use crate::verbs::CallContext;
 use bytes::BytesMut;
@@ -93,7 +94,7 @@ impl Stomp {
     }
 
     /// Append a frame; any frame also serves as a heart-beat.
-    fn emit(&mut self, frame: &Frame, out: &mut BytesMut) {
+    fn emit(&mut self, frame: &Frame, out: &mut Out) {
         frames::put(frame, out);
         if let Some(b) = &mut self.beats {
             b.wrote(std::time::Instant::now());
@@ -101,7 +102,7 @@ impl Stomp {
     }
 
     /// Send ERROR for `fault` (echoing `receipt`), and close.
-    fn fail(&mut self, fault: Fault, receipt: Option<&str>, out: &mut BytesMut) -> Close {
+    fn fail(&mut self, fault: Fault, receipt: Option<&str>, out: &mut Out) -> Close {
         let mut f = frames::error(&fault.message, receipt);
         if let Some((name, value)) = fault.extra {
             f.push_header(name, value);
@@ -115,7 +116,7 @@ impl Stomp {
     fn frame(
         &mut self,
         f: Frame,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Done>,
     ) -> Result<bool, Close> {
         let result = match (self.state, f.command) {
@@ -152,7 +153,7 @@ impl Stomp {
         }
     }
 
-    fn connect(&mut self, f: &Frame, out: &mut BytesMut) -> Result<bool, Fault> {
+    fn connect(&mut self, f: &Frame, out: &mut Out) -> Result<bool, Fault> {
         // No accept-version means a STOMP 1.0 client.
         let versions = f.get("accept-version").unwrap_or("1.0");
         if !versions.split(',').any(|v| v.trim() == "1.2") {
@@ -242,14 +243,14 @@ impl Stomp {
 
     /// DISCONNECT: stop reading; the RECEIPT waits for the calls still in flight, so it
     /// really confirms that everything sent before it was handled.
-    fn disconnect(&mut self, f: &Frame, out: &mut BytesMut) -> Close {
+    fn disconnect(&mut self, f: &Frame, out: &mut Out) -> Close {
         self.state = State::Disconnecting;
         self.disconnect_receipt = f.get("receipt").map(str::to_owned);
         self.flush_disconnect(out);
         Close::new("client sent DISCONNECT")
     }
 
-    fn flush_disconnect(&mut self, out: &mut BytesMut) {
+    fn flush_disconnect(&mut self, out: &mut Out) {
         if self.in_flight == 0 {
             if let Some(r) = self.disconnect_receipt.take() {
                 self.emit(&frames::receipt(&r), out);
@@ -264,7 +265,7 @@ impl Framer for Stomp {
     fn decode(
         &mut self,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Done>,
         mut room: usize,
     ) -> Result<(), Close> {
@@ -282,7 +283,7 @@ impl Framer for Stomp {
         Ok(())
     }
 
-    fn reply(&mut self, done: Done, out: &mut BytesMut) {
+    fn reply(&mut self, done: Done, out: &mut Out) {
         self.in_flight -= 1;
         if let Some(body) = done.body {
             self.deliver_reply(&done.reply_to, body.into(), out);
@@ -292,7 +293,7 @@ impl Framer for Stomp {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
+    fn event(&mut self, event: &Event, out: &mut Out) {
         if self.state != State::Connected {
             return;
         }
@@ -301,17 +302,18 @@ impl Framer for Stomp {
         if !self.subs.covers(dest) {
             return;
         }
-        self.deliver(dest, rpc::event_body(event).into(), out);
+        let body = event.json(out.budget());
+        self.deliver(dest, &body, true, out);
     }
 
-    fn tick(&mut self, idle_for: Duration, out: &mut BytesMut) -> Result<(), Close> {
+    fn tick(&mut self, idle_for: Duration, out: &mut Out) -> Result<(), Close> {
         let Some(beats) = &mut self.beats else {
             return Ok(());
         };
         // While the driver is not reading (calls or output at their caps) the peer's
         // heart-beats wait unread in the socket: its silence proves nothing.
         let reading =
-            self.in_flight < self.shared.config.limits.max_in_flight && out.len() < MAX_OUT;
+            self.in_flight < self.shared.config.limits.max_in_flight && out.pending() < MAX_OUT;
         match beats.tick(std::time::Instant::now(), idle_for, reading) {
             Due::Nothing => Ok(()),
             Due::Beat => {

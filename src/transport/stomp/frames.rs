@@ -1,7 +1,8 @@
 //! The frames the server sends, built in one place so their headers stay consistent.
 
+use crate::transport::out::Out;
 use bytes::{Bytes, BytesMut};
-use rpcmux_stomp::{encode_frame, Command, Frame};
+use rpcmux_stomp::{encode_frame, encode_frame_head, Command, Frame};
 
 /// The `server` header of CONNECTED.
 const SERVER: &str = concat!("rpcmux/", env!("CARGO_PKG_VERSION"));
@@ -30,19 +31,32 @@ pub(crate) fn error(message: &str, receipt: Option<&str>) -> Frame {
         .with_body(format!("{message}\n"))
 }
 
-/// A JSON body delivered to one subscription. `content-length` is added by the encoder.
-pub(crate) fn message(
+/// A JSON body delivered to one subscription: the MESSAGE head written here, the body
+/// appended without a copy when big (`shared`: bytes other connections send too, an
+/// event's encoding), then the NUL that ends the frame.
+pub(crate) fn put_message(
     destination: &str,
     subscription: &str,
     message_id: &str,
-    body: Bytes,
-) -> Frame {
-    Frame::new(Command::Message)
+    body: &Bytes,
+    shared: bool,
+    out: &mut Out,
+) {
+    let head = Frame::new(Command::Message)
         .header("destination", destination)
         .header("subscription", subscription)
         .header("message-id", message_id)
-        .header("content-type", "application/json")
-        .with_body(body)
+        .header("content-type", "application/json");
+    if let Err(e) = encode_frame_head(&head, body.len(), out) {
+        tracing::error!(error = %e, "cannot encode a STOMP MESSAGE; dropped");
+        return;
+    }
+    if shared {
+        out.put_shared(body.clone());
+    } else {
+        out.put_owned(body.clone());
+    }
+    out.extend_from_slice(b"\0");
 }
 
 /// Append `frame` to `out`. Only an empty or NUL-bearing header can fail to encode,

@@ -10,6 +10,7 @@
 use super::config::WsConfig;
 use super::frames::{self, Header};
 use crate::events::Event;
+use crate::transport::out::Out;
 use crate::transport::session::{Calls, Close, Framer, MAX_OUT};
 use bytes::{Buf, BytesMut};
 use std::time::Duration;
@@ -26,7 +27,7 @@ pub(crate) trait Messages: Send {
         &mut self,
         text: bool,
         payload: BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
     ) -> Result<bool, (Option<u16>, Close)>;
 
@@ -39,17 +40,17 @@ pub(crate) trait Messages: Send {
     /// Work through that input (see [`Messages::has_pending`]).
     fn pending(
         &mut self,
-        _out: &mut BytesMut,
+        _out: &mut Out,
         _calls: &mut Calls<Self::Done>,
     ) -> Result<bool, (Option<u16>, Close)> {
         Ok(false)
     }
 
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut);
-    fn event(&mut self, event: &Event, out: &mut BytesMut);
+    fn reply(&mut self, done: Self::Done, out: &mut Out);
+    fn event(&mut self, event: &Event, out: &mut Out);
 
     /// The subprotocol's own keep-alive (STOMP heart-beats).
-    fn tick(&mut self, _idle_for: Duration, _out: &mut BytesMut) -> Result<(), Close> {
+    fn tick(&mut self, _idle_for: Duration, _out: &mut Out) -> Result<(), Close> {
         Ok(())
     }
     fn tick_every(&self) -> Option<Duration> {
@@ -104,7 +105,7 @@ impl<M: Messages> Ws<M> {
     }
 
     /// Send close `code` (once) and end the session.
-    fn close(&mut self, out: &mut BytesMut, code: u16, why: Close) -> Close {
+    fn close(&mut self, out: &mut Out, code: u16, why: Close) -> Close {
         if !self.closed {
             frames::put_close(out, code, &why.0);
             self.closed = true;
@@ -113,7 +114,7 @@ impl<M: Messages> Ws<M> {
     }
 
     /// The subprotocol ended the session (see [`Messages::message`]).
-    fn stop(&mut self, out: &mut BytesMut, (code, why): (Option<u16>, Close)) -> Close {
+    fn stop(&mut self, out: &mut Out, (code, why): (Option<u16>, Close)) -> Close {
         match code {
             Some(code) => self.close(out, code, why),
             None => {
@@ -123,7 +124,7 @@ impl<M: Messages> Ws<M> {
         }
     }
 
-    fn too_big(&mut self, out: &mut BytesMut, limit: &'static str, why: String) -> Close {
+    fn too_big(&mut self, out: &mut Out, limit: &'static str, why: String) -> Close {
         self.close(out, frames::TOO_BIG, Close::over_limit(limit, why))
     }
 
@@ -132,7 +133,7 @@ impl<M: Messages> Ws<M> {
         &mut self,
         text: bool,
         payload: BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<M::Done>,
     ) -> Result<bool, Close> {
         if text && payload.len() <= CHECK_UTF8_UP_TO && std::str::from_utf8(&payload).is_err() {
@@ -149,7 +150,7 @@ impl<M: Messages> Ws<M> {
         &mut self,
         h: Header,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<M::Done>,
     ) -> Result<bool, Close> {
         let mut payload = input.split_to(h.header_len + h.len as usize);
@@ -221,7 +222,7 @@ impl<M: Messages> Framer for Ws<M> {
     fn decode(
         &mut self,
         input: &mut BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
         mut room: usize,
     ) -> Result<(), Close> {
@@ -301,20 +302,24 @@ impl<M: Messages> Framer for Ws<M> {
         Ok(())
     }
 
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+    fn held(&self) -> usize {
+        self.partial.as_ref().map_or(0, |p| p.data.capacity())
+    }
+
+    fn reply(&mut self, done: Self::Done, out: &mut Out) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if !self.closed {
             self.msgs.reply(done, out);
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
+    fn event(&mut self, event: &Event, out: &mut Out) {
         if !self.closed {
             self.msgs.event(event, out);
         }
     }
 
-    fn tick(&mut self, idle_for: Duration, out: &mut BytesMut) -> Result<(), Close> {
+    fn tick(&mut self, idle_for: Duration, out: &mut Out) -> Result<(), Close> {
         if self.closed {
             return Ok(());
         }
@@ -329,7 +334,7 @@ impl<M: Messages> Framer for Ws<M> {
         // While calls run or output waits, the driver may not be reading (its caps): the
         // peer's pong may wait unread in the socket, so its silence proves nothing. The
         // timeout then counts from when the driver could read again.
-        if self.in_flight > 0 || out.len() >= MAX_OUT {
+        if self.in_flight > 0 || out.pending() >= MAX_OUT {
             if let Some(at) = &mut self.pinged {
                 *at = now;
             }
@@ -353,7 +358,7 @@ impl<M: Messages> Framer for Ws<M> {
         !self.closed && self.msgs.has_pending()
     }
 
-    fn finish(&mut self, out: &mut BytesMut) {
+    fn finish(&mut self, out: &mut Out) {
         if !self.closed {
             let why = if self.finish_code == frames::NORMAL {
                 "session ended"
@@ -381,14 +386,14 @@ mod tests {
             &mut self,
             text: bool,
             payload: BytesMut,
-            _: &mut BytesMut,
+            _: &mut Out,
             _: &mut Calls<()>,
         ) -> Result<bool, (Option<u16>, Close)> {
             self.0.push((text, payload.to_vec()));
             Ok(false)
         }
-        fn reply(&mut self, _: (), _: &mut BytesMut) {}
-        fn event(&mut self, _: &Event, _: &mut BytesMut) {}
+        fn reply(&mut self, _: (), _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: &mut Out) {}
     }
 
     fn ws() -> Ws<Record> {
@@ -415,7 +420,7 @@ mod tests {
     /// Feed `wire` one byte at a time; the decode result and what went out.
     fn feed(ws: &mut Ws<Record>, wire: &[u8]) -> (Result<(), String>, Sent) {
         let mut calls = Calls::new(Budget::new(1 << 20));
-        let (mut input, mut out) = (BytesMut::new(), BytesMut::new());
+        let (mut input, mut out) = (BytesMut::new(), Out::new(Budget::new(1 << 20)));
         let mut r = Ok(());
         for b in wire {
             input.extend_from_slice(&[*b]);

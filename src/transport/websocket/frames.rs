@@ -114,7 +114,7 @@ pub(crate) fn unmask(data: &mut [u8], mask: [u8; 4]) {
 /// Write a final frame's header: unmasked (`mask: None`, the server's frames) or masked.
 pub(crate) fn put_header(out: &mut BytesMut, opcode: u8, len: usize, mask: Option<[u8; 4]>) {
     let m = if mask.is_some() { 0x80 } else { 0 };
-    out.reserve(14 + len);
+    out.reserve(14);
     out.put_u8(0x80 | opcode);
     if len < 126 {
         out.put_u8(m | len as u8);
@@ -132,6 +132,7 @@ pub(crate) fn put_header(out: &mut BytesMut, opcode: u8, len: usize, mask: Optio
 
 /// Write one final, unmasked frame.
 pub(crate) fn put_frame(out: &mut BytesMut, opcode: u8, payload: &[u8]) {
+    out.reserve(14 + payload.len());
     put_header(out, opcode, payload.len(), None);
     out.put_slice(payload);
 }
@@ -139,6 +140,7 @@ pub(crate) fn put_frame(out: &mut BytesMut, opcode: u8, payload: &[u8]) {
 /// Write one final frame masked with `mask` (the client's frames).
 #[cfg(any(feature = "client", test))]
 pub(crate) fn put_masked(out: &mut BytesMut, opcode: u8, payload: &[u8], mask: [u8; 4]) {
+    out.reserve(14 + payload.len());
     put_header(out, opcode, payload.len(), Some(mask));
     let start = out.len();
     out.put_slice(payload);

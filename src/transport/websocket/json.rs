@@ -7,6 +7,7 @@ use super::conn::Messages;
 use super::frames;
 use crate::events::Event;
 use crate::transport::jsonrpc::{self, Bounds};
+use crate::transport::out::Out;
 use crate::transport::session::{Calls, Close};
 use crate::verbs::{CallContext, VerbTable};
 use bytes::BytesMut;
@@ -27,7 +28,7 @@ impl Messages for JsonWs {
         &mut self,
         text: bool,
         payload: BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Self::Done>,
     ) -> Result<bool, (Option<u16>, Close)> {
         if !text {
@@ -38,7 +39,7 @@ impl Messages for JsonWs {
             return Ok(false);
         }
         let size = payload.len();
-        match jsonrpc::start_message(payload, 0, size, &self.verbs, &self.ctx, self.bounds, calls) {
+        match jsonrpc::start_message(payload, 0, size, &self.verbs, &self.ctx, &self.bounds, calls) {
             Ok(()) => Ok(true),
             Err(body) => {
                 frames::put_frame(out, frames::TEXT, &body);
@@ -47,15 +48,16 @@ impl Messages for JsonWs {
         }
     }
 
-    fn reply(&mut self, done: Self::Done, out: &mut BytesMut) {
+    fn reply(&mut self, done: Self::Done, out: &mut Out) {
         if let Some(body) = done {
-            frames::put_frame(out, frames::TEXT, &body);
+            frames::put_header(out, frames::TEXT, body.len(), None);
+            out.put_owned(body);
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
-        let mut body = Vec::with_capacity(128);
-        rpcmux_jsonrpc::write_notification(&mut body, &event.name, &event.params);
-        frames::put_frame(out, frames::TEXT, &body);
+    fn event(&mut self, event: &Event, out: &mut Out) {
+        let body = event.json(out.budget());
+        frames::put_header(out, frames::TEXT, body.len(), None);
+        out.put_shared(body);
     }
 }

@@ -34,7 +34,7 @@ pub(crate) async fn serve<S: Stream>(
     let ws = shared.config.websocket.clone();
     match sub {
         Subprotocol::Json => {
-            let (verbs, bounds) = (shared.verbs.clone(), Bounds::of(&shared.config.limits));
+            let (verbs, bounds) = (shared.verbs.clone(), Bounds::of(&shared));
             session::serve(io, info, shared, "jsonrpc-ws", |ctx| {
                 conn::Ws::new(json::JsonWs { verbs, ctx, bounds }, &ws)
             })

@@ -8,6 +8,7 @@ use super::conn::Messages;
 use super::frames;
 use crate::events::Event;
 use crate::server::Shared;
+use crate::transport::out::Out;
 use crate::transport::session::{Calls, Close, Framer};
 use crate::transport::stomp::Stomp;
 use crate::verbs::CallContext;
@@ -22,7 +23,7 @@ pub(crate) struct StompWs {
     /// Message payloads not yet decoded into frames.
     stream: BytesMut,
     /// What the session wrote in one step, before it is framed as a message.
-    scratch: BytesMut,
+    scratch: Out,
     /// The last decode stopped at its room with input left: more frames may be ready.
     more: bool,
 }
@@ -32,22 +33,23 @@ const KEEP_SCRATCH: usize = 4096;
 
 impl StompWs {
     pub(crate) fn new(shared: Arc<Shared>, ctx: CallContext, conn_id: u64) -> Self {
+        let scratch = Out::new(shared.out_budget.clone());
         StompWs {
             inner: Stomp::new(shared, ctx, conn_id),
             stream: BytesMut::new(),
-            scratch: BytesMut::new(),
+            scratch,
             more: false,
         }
     }
 
     /// Frame what the session wrote as one text message.
-    fn flush(&mut self, out: &mut BytesMut) {
-        if !self.scratch.is_empty() {
-            frames::put_frame(out, frames::TEXT, &self.scratch);
-            self.scratch.clear();
+    fn flush(&mut self, out: &mut Out) {
+        if !self.scratch.is_done() {
+            frames::put_header(out, frames::TEXT, self.scratch.pending(), None);
+            out.append(&mut self.scratch);
         }
         if self.scratch.capacity() > KEEP_SCRATCH {
-            self.scratch = BytesMut::new();
+            self.scratch.release();
         }
     }
 }
@@ -59,7 +61,7 @@ impl Messages for StompWs {
         &mut self,
         _text: bool,
         payload: BytesMut,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Done>,
     ) -> Result<bool, (Option<u16>, Close)> {
         if self.stream.is_empty() {
@@ -76,7 +78,7 @@ impl Messages for StompWs {
 
     fn pending(
         &mut self,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Done>,
     ) -> Result<bool, (Option<u16>, Close)> {
         let before = calls.len();
@@ -94,17 +96,17 @@ impl Messages for StompWs {
         r.map(|()| started).map_err(|why| (None, why))
     }
 
-    fn reply(&mut self, done: Done, out: &mut BytesMut) {
+    fn reply(&mut self, done: Done, out: &mut Out) {
         self.inner.reply(done, &mut self.scratch);
         self.flush(out);
     }
 
-    fn event(&mut self, event: &Event, out: &mut BytesMut) {
+    fn event(&mut self, event: &Event, out: &mut Out) {
         self.inner.event(event, &mut self.scratch);
         self.flush(out);
     }
 
-    fn tick(&mut self, idle_for: Duration, out: &mut BytesMut) -> Result<(), Close> {
+    fn tick(&mut self, idle_for: Duration, out: &mut Out) -> Result<(), Close> {
         let r = self.inner.tick(idle_for, &mut self.scratch);
         self.flush(out);
         r

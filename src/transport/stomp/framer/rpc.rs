@@ -3,13 +3,13 @@
 //! own subscriptions.
 
 use super::{Fault, Stomp};
-use crate::events::Event;
 use crate::heavy;
 use crate::transport::jsonrpc::{self, Bounds};
 use crate::transport::session::Calls;
 use crate::transport::stomp::frames;
 use crate::transport::stomp::subscriptions::dest_covers;
-use bytes::{Bytes, BytesMut};
+use crate::transport::out::Out;
+use bytes::Bytes;
 use rpcmux_jsonrpc::Incoming;
 use rpcmux_stomp::Frame;
 use tracing::Instrument;
@@ -28,7 +28,7 @@ impl Stomp {
     pub(super) fn send(
         &mut self,
         f: &Frame,
-        out: &mut BytesMut,
+        out: &mut Out,
         calls: &mut Calls<Done>,
     ) -> Result<bool, Fault> {
         let cfg = &self.shared.config.stomp;
@@ -51,13 +51,13 @@ impl Stomp {
             .get("reply-to")
             .unwrap_or(&cfg.response_destination)
             .to_owned();
-        let bounds = Bounds::of(&self.shared.config.limits);
+        let bounds = Bounds::of(&self.shared);
         let size = f.body.len();
         // A big body is parsed inside the call, off the async workers (see `heavy`).
         let incoming = if size >= heavy::OFFLOAD_AT {
             None
         } else {
-            match jsonrpc::parse_now(&f.body, bounds, &self.shared.verbs) {
+            match jsonrpc::parse_now(&f.body, &bounds, &self.shared.verbs) {
                 Ok(incoming) => Some(incoming),
                 Err(e) => {
                     let body = jsonrpc::error_body(&e);
@@ -88,13 +88,13 @@ impl Stomp {
         let call = async move {
             let incoming = match (incoming, raw) {
                 (Some(incoming), _) => Ok(incoming),
-                (None, Some(raw)) => jsonrpc::parse(raw, bounds, &verbs).await,
+                (None, Some(raw)) => jsonrpc::parse(raw, &bounds, &verbs).await,
                 (None, None) => unreachable!("a body either parsed or kept"),
             };
             let mut body = Vec::with_capacity(256);
             let some = match incoming {
                 Ok(incoming) => {
-                    jsonrpc::answer(verbs, ctx, incoming, bounds, size, &mut body).await
+                    jsonrpc::answer(verbs, ctx, incoming, &bounds, size, &mut body).await
                 }
                 Err(e) => {
                     body = jsonrpc::error_body(&e);
@@ -114,32 +114,38 @@ impl Stomp {
         Ok(true)
     }
 
-    /// Write `body` as one MESSAGE to the oldest subscription of this connection that
-    /// covers `dest`; false if none does. VDSM answers only subscribers of the reply
-    /// destination and drops a reply no subscription covers; so does this server, with
-    /// a log line. One copy per connection, however many of its subscriptions overlap:
-    /// a copy per subscription let 256 SUBSCRIBEs turn one 8 MiB reply into 2 GiB.
-    pub(super) fn deliver(&mut self, dest: &str, body: Bytes, out: &mut BytesMut) -> bool {
+    /// Write `body` as a MESSAGE to every subscription of this connection that covers
+    /// `dest` (STOMP 1.2: a message goes to each matching subscription); false if none
+    /// does. VDSM answers only subscribers of the reply destination and drops a reply no
+    /// subscription covers; so does this server, with a log line. The body is written
+    /// once however many subscriptions get it: each MESSAGE is its own head (its
+    /// `subscription` and `message-id`) in front of the same bytes, so 256 overlapping
+    /// SUBSCRIBEs cost 256 heads, not 256 copies of an 8 MiB reply. `shared`: the body
+    /// is an event's encoding other connections send too.
+    pub(super) fn deliver(&mut self, dest: &str, body: &Bytes, shared: bool, out: &mut Out) -> bool {
         let Stomp {
             subs,
             next_message,
             conn_id,
             ..
         } = self;
-        let Some(sub) = subs.covering(dest).next() else {
-            return false;
-        };
-        *next_message += 1;
-        let id = format!("{conn_id}-{next_message}");
-        frames::put(&frames::message(dest, sub, &id, body), out);
-        if let Some(b) = &mut self.beats {
-            b.wrote(std::time::Instant::now());
+        let mut any = false;
+        for sub in subs.covering(dest) {
+            *next_message += 1;
+            let id = format!("{conn_id}-{next_message}");
+            frames::put_message(dest, sub, &id, body, shared, out);
+            any = true;
         }
-        true
+        if any {
+            if let Some(b) = &mut self.beats {
+                b.wrote(std::time::Instant::now());
+            }
+        }
+        any
     }
 
-    pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut BytesMut) {
-        if !self.deliver(dest, body, out) {
+    pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut Out) {
+        if !self.deliver(dest, &body, false, out) {
             if self.warned_unrouted {
                 tracing::debug!(
                     conn = self.conn_id,
@@ -156,11 +162,4 @@ impl Stomp {
             }
         }
     }
-}
-
-/// An event as VDSM sends it: a JSON-RPC notification named after the event.
-pub(super) fn event_body(event: &Event) -> Vec<u8> {
-    let mut body = Vec::with_capacity(128);
-    rpcmux_jsonrpc::write_notification(&mut body, &event.name, &event.params);
-    body
 }
