@@ -15,9 +15,18 @@
 //! Charges are taken after a frame is seen (its size is known only then), so the budget
 //! can be overdrawn by at most one frame per connection decoding at that instant; the
 //! check that stops reading runs before every decode.
+//!
+//! Requests are charged while they are read too (an HTTP body, a stream frame past
+//! [`SMALL`]), so several half-read large requests could together hold the budget with
+//! none able to finish. A [`Ticket`] breaks the tie: each large request being read holds
+//! one, and the oldest may always go on reading (its bytes are charged still), so one
+//! of them always completes, runs and gives its charge back. The memory bound grows by
+//! one request at most.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -31,6 +40,41 @@ pub(crate) struct Budget {
     total: usize,
     reserve: usize,
     freed: Notify,
+    /// Large requests being read, by arrival: the first may always go on.
+    readers: Mutex<BTreeSet<u64>>,
+    next_reader: AtomicU64,
+}
+
+/// A large request being read (see the module doc); gives its place up on drop.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    budget: Arc<Budget>,
+    n: u64,
+}
+
+impl Ticket {
+    /// Is this the oldest large request being read? It may go on whatever the balance.
+    pub fn is_first(&self) -> bool {
+        let readers = self
+            .budget
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        readers.first() == Some(&self.n)
+    }
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        let mut readers = self
+            .budget
+            .readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        readers.remove(&self.n);
+        drop(readers);
+        self.budget.freed.notify_waiters();
+    }
 }
 
 /// Bytes charged to the budget; given back on drop.
@@ -47,7 +91,22 @@ impl Budget {
             total,
             reserve: total / 4,
             freed: Notify::new(),
+            readers: Mutex::new(BTreeSet::new()),
+            next_reader: AtomicU64::new(0),
         })
+    }
+
+    /// A place in line for a large request about to be read.
+    pub fn ticket(self: &Arc<Self>) -> Ticket {
+        let n = self.next_reader.fetch_add(1, Ordering::Relaxed);
+        self.readers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(n);
+        Ticket {
+            budget: self.clone(),
+            n,
+        }
     }
 
     /// Is there room for a request of any size? An empty budget always has room, so a
@@ -61,6 +120,33 @@ impl Budget {
     pub fn room_for(&self, bytes: usize, own: usize) -> bool {
         let used = self.used.load(Ordering::Relaxed);
         used <= own || used < self.total || (bytes <= SMALL && used < self.total + self.reserve)
+    }
+
+    /// Grow `charge` to `bytes` if the budget has room for the difference (or the charge
+    /// already holds everything charged: a request alone may always go on); false, and
+    /// nothing charged, otherwise.
+    pub fn try_grow(&self, charge: &mut Charge, bytes: usize) -> bool {
+        let Some(delta) = bytes.checked_sub(charge.bytes) else {
+            return true;
+        };
+        let mut used = self.used.load(Ordering::Relaxed);
+        loop {
+            if used > charge.bytes && used + delta > self.total {
+                return false;
+            }
+            match self.used.compare_exchange_weak(
+                used,
+                used + delta,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    charge.bytes = bytes;
+                    return true;
+                }
+                Err(now) => used = now,
+            }
+        }
     }
 
     /// Charge `bytes` now, whatever the balance (see the module doc).
@@ -113,6 +199,16 @@ impl Charge {
         self.bytes
     }
 
+    /// Move `bytes` of this charge (at most all of it) into a charge of their own.
+    pub fn split(&mut self, bytes: usize) -> Charge {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        Charge {
+            budget: self.budget.clone(),
+            bytes,
+        }
+    }
+
     /// Make this charge exactly `bytes` (grown or given back).
     pub fn set(&mut self, bytes: usize) {
         match bytes.cmp(&self.bytes) {
@@ -154,6 +250,45 @@ mod tests {
         drop(big);
         assert_eq!(waiter.await.unwrap(), 10);
         assert_eq!(b.used(), 0);
+    }
+
+    #[test]
+    fn reads_reserve_room_before_they_are_made() {
+        let b = Budget::new(100);
+        let mut a = b.charge(0);
+        let mut c = b.charge(0);
+        assert!(b.try_grow(&mut a, 60));
+        assert!(!b.try_grow(&mut c, 60), "no room for the second");
+        assert_eq!(
+            (b.used(), c.bytes()),
+            (60, 0),
+            "nothing charged when refused"
+        );
+        assert!(
+            b.try_grow(&mut a, 150),
+            "alone, a request may go past the budget"
+        );
+        drop(a);
+        assert!(b.try_grow(&mut c, 60));
+    }
+
+    #[test]
+    fn the_oldest_large_request_being_read_may_always_go_on() {
+        let b = Budget::new(100);
+        let first = b.ticket();
+        let second = b.ticket();
+        let _a = b.charge(60);
+        let _b = b.charge(60);
+        assert!(
+            !b.has_room(),
+            "both half-read requests together hold the budget"
+        );
+        assert!(first.is_first() && !second.is_first());
+        drop(first);
+        assert!(
+            second.is_first(),
+            "the next in line goes on once the first is read"
+        );
     }
 
     #[tokio::test]

@@ -5,6 +5,9 @@
 mod common;
 #[path = "common/hostile.rs"]
 mod hostile;
+#[allow(dead_code)]
+#[path = "common/ws.rs"]
+mod ws;
 
 use common::*;
 use hostile::*;
@@ -146,4 +149,285 @@ fn http_json_echo_of_16_mib_has_a_bounded_peak() {
         "one 16 MiB JSON echo over HTTP",
     );
     ping_http(srv.addr).expect("ping after the echo");
+}
+
+// ---------------------------------------------------------------------------------------
+// Replies nobody reads
+
+/// Clients that ask for big replies and never read them, per protocol: 300, or 100 where
+/// the request is JSON (a debug build parses JSON at ~40 MB/s: 300 echos of 6 MiB would
+/// take a minute a protocol; the driver and its budget are the same for all).
+fn non_readers_of(proto: &str) -> usize {
+    match proto {
+        "msgpack" | "http" => 300,
+        _ => 100,
+    }
+}
+
+/// The size of the reply each non-reader asks for (an echo of this many bytes): over
+/// what the kernel's send buffer takes on loopback (about 4 MiB), so that the rest is
+/// the server's to hold.
+const NON_READER_REPLY: usize = 6 * MIB;
+
+/// The output budget the non-reader tests run with: small, so 300 clients of 6 MiB
+/// replies (over 600 MiB held past the kernel's buffers) overrun it many times; the
+/// default 256 MiB bounds the default server the same way.
+const NON_READER_BUDGET: &str = "33554432";
+
+/// Peak RSS bound with 300 non-readers of 6 MiB replies: the 32 MiB output budget; the
+/// 40 MiB input budget, whose requests cost about three times their size while they run
+/// (the body, its decoded value and the encoded reply: ~120 MiB); 64 KiB of input per
+/// waiting connection (19 MiB); and the idle server (~60 MiB in debug). Measured: 173-253
+/// MiB. Without an output budget the server holds what the kernel does not take of
+/// every reply: 2,051 MiB for 300 msgpack-rpc non-readers.
+const NON_READERS_PEAK_MIB: u64 = 320;
+
+/// Connect with a 4 KiB receive buffer: the kernel then takes little of a reply the
+/// client never reads, so the server is the one holding it (loopback buffers otherwise
+/// swallow megabytes).
+fn dial_small_rcvbuf(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpStream> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
+    sock.set_recv_buffer_size(4096)?;
+    sock.connect_timeout(&SockAddr::from(addr), ANSWER_TIMEOUT)?;
+    let s: std::net::TcpStream = sock.into();
+    // A write the server is not reading (its budgets are spent) gives up soon: the
+    // attacker keeps the connection open and moves on.
+    s.set_write_timeout(Some(Duration::from_millis(300)))?;
+    Ok(s)
+}
+
+/// What one non-reader sends: a whole request for an echo of NON_READER_REPLY bytes.
+fn non_reader_request(proto: &str) -> Vec<u8> {
+    let big = "y".repeat(NON_READER_REPLY);
+    let json =
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":1}}");
+    match proto {
+        "jsonrpc-tcp" => format!("{json}\n").into_bytes(),
+        "msgpack" => {
+            let mut out = bytes::BytesMut::new();
+            let params = [rpcmux_value::Value::Bytes(vec![7u8; NON_READER_REPLY])];
+            rpcmux_msgpack_rpc::encode_request(&mut out, 1, "echo", &params).unwrap();
+            out.to_vec()
+        }
+        "stomp" => {
+            let mut out = b"STOMP\naccept-version:1.2\nhost:localhost\n\n\0".to_vec();
+            out.extend_from_slice(
+                format!("SUBSCRIBE\nid:r\ndestination:{RESPONSES}\n\n\0").as_bytes(),
+            );
+            out.extend_from_slice(
+                format!(
+                    "SEND\ndestination:{REQUESTS}\ncontent-length:{}\n\n",
+                    json.len()
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(json.as_bytes());
+            out.push(0);
+            out
+        }
+        "websocket" => {
+            let mut out = ws::upgrade_request("/", "").into_bytes();
+            out.extend_from_slice(&ws::encode(true, 1, json.as_bytes()));
+            out
+        }
+        // msgpack-rpc over HTTP: the reply is held by the HTTP layer (hyper and the
+        // reply body), as a JSON or XML-RPC one is.
+        "http" => post_bytes(
+            &[("Content-Type", "application/msgpack")],
+            &non_reader_request("msgpack"),
+        ),
+        _ => unreachable!("{proto}"),
+    }
+}
+
+/// Clients of `proto` each ask for a 6 MiB reply and never read; meanwhile a
+/// bystander is answered, a reading client's big reply is refused -32006 while the
+/// budget is spent (or answered), and the peak RSS stays bounded.
+fn non_readers(proto: &'static str) {
+    let mut srv = Server::start_limited(&[
+        "--max-total-output",
+        NON_READER_BUDGET,
+        "--send-timeout",
+        "120",
+    ]);
+    let addr = srv.addr;
+    let bystander = Bystander::start(ping_tcp, addr, Duration::from_millis(100), 10_000);
+    let request = std::sync::Arc::new(non_reader_request(proto));
+    let workers: Vec<_> = (0..6)
+        .map(|w| {
+            let request = request.clone();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for _ in (w..non_readers_of(proto)).step_by(6) {
+                    let Ok(mut s) = dial_small_rcvbuf(addr) else {
+                        continue;
+                    };
+                    use std::io::Write;
+                    let _ = s.write_all(&request);
+                    held.push(s);
+                }
+                held
+            })
+        })
+        .collect();
+    let held: Vec<_> = workers
+        .into_iter()
+        .flat_map(|w| join(w, "non-reader"))
+        .collect();
+    let n = non_readers_of(proto);
+    assert!(held.len() >= n * 9 / 10, "{} connected", held.len());
+    // Let the server work through what it could read.
+    std::thread::sleep(Duration::from_secs(4));
+    let seen = bystander.finish();
+    assert_all_answered(&seen, 3, &format!("{proto} non-readers"));
+    let peak = assert_peak_rss(
+        &mut srv,
+        NON_READERS_PEAK_MIB,
+        &format!("{n} {proto} non-readers"),
+    );
+    // The budget is what holds: the output gauge is at most the budget, and a reply
+    // per worker thread admitted just before it was spent.
+    let metrics = http_get(addr, "/metrics");
+    let output = metric_value(&metrics, "rpcmux_budget_used_bytes{budget=\"output\"}");
+    eprintln!("{proto}: output budget used {output} bytes, peak {peak} MiB");
+    assert!(
+        output > 16 * MIB as u64,
+        "{proto}: only {output} bytes queued: the non-readers did not hold replies (the test proves nothing)"
+    );
+    assert!(
+        output <= (32 + 2 * 6) as u64 * MIB as u64,
+        "{proto}: {output} bytes queued for clients, over the 32 MiB budget"
+    );
+    drop(held);
+    assert_alive(&mut srv, "after the non-readers left");
+}
+
+/// GET `path`, the body as text.
+fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
+    let mut s = dial(addr, ANSWER_TIMEOUT).unwrap();
+    use std::io::Write;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    read_response(&mut s, 16 * MIB).unwrap().text()
+}
+
+/// A sample's value from the Prometheus text format (0 when absent).
+fn metric_value(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+        .unwrap_or(0.0) as u64
+}
+
+#[test]
+fn non_readers_of_big_replies_over_jsonrpc_tcp_are_bounded() {
+    non_readers("jsonrpc-tcp");
+}
+
+#[test]
+fn non_readers_of_big_replies_over_msgpack_are_bounded() {
+    non_readers("msgpack");
+}
+
+#[test]
+fn non_readers_of_big_replies_over_stomp_are_bounded() {
+    non_readers("stomp");
+}
+
+#[test]
+fn non_readers_of_big_replies_over_websocket_are_bounded() {
+    non_readers("websocket");
+}
+
+#[test]
+fn non_readers_of_big_replies_over_http_are_bounded() {
+    non_readers("http");
+}
+
+/// A big reply asked for while clients that do not read hold the whole output budget is
+/// refused -32006 in the caller's protocol, and answered once they are gone (send_timeout).
+#[test]
+fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
+    let srv = Server::start_limited(&["--max-total-output", "8388608", "--send-timeout", "3"]);
+    let addr = srv.addr;
+    let request = non_reader_request("jsonrpc-tcp");
+    let mut held = Vec::new();
+    for _ in 0..64 {
+        let mut s = dial_small_rcvbuf(addr).unwrap();
+        use std::io::Write;
+        let _ = s.write_all(&request);
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let queued = metric_value(
+        &http_get(addr, "/metrics"),
+        "rpcmux_budget_used_bytes{budget=\"output\"}",
+    );
+    eprintln!("output budget used: {queued} bytes");
+    let big = "z".repeat(512 * KIB);
+    assert!(
+        queued > 4 * MIB as u64,
+        "the non-readers hold output ({queued} bytes)"
+    );
+    let call =
+        format!("{{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"{big}\"],\"id\":7}}\n");
+    let mut l = Lines::connect(addr).unwrap();
+    l.send(call.as_bytes()).unwrap();
+    let v = l.json(2 * MIB).unwrap();
+    assert_eq!(
+        error_code(&v),
+        Some(-32006),
+        "{}",
+        excerpt(v.to_string().as_bytes(), 300)
+    );
+    // A small call still goes.
+    l.send(&jsonrpc("ping", "[]", "8")).unwrap();
+    assert_eq!(l.json(KIB).unwrap()["result"], true);
+    // send_timeout (3 s) closes the non-readers and frees what they held.
+    assert!(
+        srv.wait_log("send_timeout", Duration::from_secs(10)),
+        "{}",
+        srv.log_tail(20)
+    );
+    // Every non-reader's one request has been read and answered (or refused) by now,
+    // and those that held output are closed: the budget empties.
+    let end = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let queued = metric_value(
+            &http_get(addr, "/metrics"),
+            "rpcmux_budget_used_bytes{budget=\"output\"}",
+        );
+        if queued == 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{queued} bytes still queued for clients"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    l.send(call.as_bytes()).unwrap();
+    let v = l.json(2 * MIB).unwrap();
+    assert_eq!(
+        v["result"].as_str().map(str::len),
+        Some(512 * KIB),
+        "{}",
+        excerpt(v.to_string().as_bytes(), 200)
+    );
+    let metrics = http_get(addr, "/metrics");
+    assert!(
+        metric_value(
+            &metrics,
+            "rpcmux_limit_refusals_total{limit=\"send_timeout\"}"
+        ) >= 1,
+        "{}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("refusals"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    drop(held);
 }

@@ -144,6 +144,13 @@ fn stomppy_receives_vm_status_event_after_vm_create() {
 }
 
 #[test]
+fn stomppy_every_covering_subscription_gets_replies_and_events() {
+    let srv = Server::start(&[]);
+    let out = run_py("stomp_client.py", &["127.0.0.1", &srv.port(), "delivery"]);
+    assert!(out.contains("ok delivery"), "{out}");
+}
+
+#[test]
 fn frames_sent_one_byte_at_a_time() {
     let srv = Server::start(&[]);
     let mut c = Client::raw(srv.addr);

@@ -254,6 +254,13 @@ fn stompjs_over_node_ws_calls_and_receives_the_event() {
     assert!(out.contains("ok stomp-ws 1.2"), "{out}");
 }
 
+#[test]
+fn stompjs_every_covering_subscription_gets_replies_events_and_escaped_reply_to() {
+    let srv = Server::start(&[]);
+    let out = run_node("stomp_delivery.mjs", &[&format!("ws://{}/stomp", srv.addr)]);
+    assert!(out.contains("ok stomp-delivery"), "{out}");
+}
+
 /// Debian's chromium: `$RPCMUX_CHROMIUM`, else `chromium` on the PATH.
 fn chromium() -> String {
     if let Ok(p) = std::env::var("RPCMUX_CHROMIUM") {

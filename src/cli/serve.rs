@@ -75,6 +75,18 @@ pub struct ServeArgs {
     /// Event subscriptions per connection at most.
     #[arg(long)]
     max_subscriptions: Option<usize>,
+    /// Bytes of replies and events queued for clients in the whole process (default
+    /// 256 MiB); past it big replies become error -32006 until clients read.
+    #[arg(long, value_name = "BYTES")]
+    max_total_output: Option<usize>,
+    /// Seconds output may wait for a peer that reads nothing before it is closed
+    /// (default 60).
+    #[arg(long, value_name = "SECS")]
+    send_timeout: Option<f64>,
+    /// Calls one request may start: JSON-RPC batch members with the system.multicall
+    /// calls they carry (default 10000).
+    #[arg(long)]
+    max_calls_per_request: Option<usize>,
     /// Worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -182,6 +194,14 @@ impl ServeArgs {
         };
         if !self.listen.is_empty() {
             c.listen = Config::resolve_listen(&self.listen).map_err(|e| e.to_string())?;
+            // The names the server is given are names browsers may use (`[web] allowed_hosts`).
+            for spec in &self.listen {
+                if let Some((host, _)) = spec.rsplit_once(':') {
+                    if host.parse::<std::net::IpAddr>().is_err() && !host.starts_with('[') {
+                        c.web.allowed_hosts.push(host.to_owned());
+                    }
+                }
+            }
         }
         if self.no_demo {
             c.demo = false;
@@ -225,7 +245,10 @@ impl ServeArgs {
             max_total_in_flight_bytes,
             body_timeout,
             min_body_rate,
-            max_subscriptions
+            max_subscriptions,
+            max_total_output,
+            send_timeout,
+            max_calls_per_request
         );
         self.ops.apply(&mut c.ops);
         self.web.apply(&mut c);

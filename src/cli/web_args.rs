@@ -24,6 +24,11 @@ pub struct WebArgs {
     /// `*` for any). Pages of the server's own origin, and programs, need none.
     #[arg(long = "allow-origin", value_name = "ORIGIN")]
     allow_origin: Vec<String>,
+    /// A host name browsers may reach the server by (repeatable; `.domain` for its
+    /// subdomains too, `*` for any), besides IP addresses, `localhost` and the names
+    /// given to `--listen`. Guards against DNS rebinding.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    allow_host: Vec<String>,
     /// Serve the console page at `GET /` to browsers (default: with the demo verbs).
     #[arg(long, overrides_with = "no_console")]
     console: bool,
@@ -48,6 +53,7 @@ impl WebArgs {
         if !self.allow_origin.is_empty() {
             c.web.allowed_origins = self.allow_origin;
         }
+        c.web.allowed_hosts.extend(self.allow_host);
         if self.console {
             c.web.console = Some(true);
         }

@@ -24,6 +24,10 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
 
+/// The longest subscription pattern, in bytes: a connection's subscriptions then hold
+/// at most `max_subscriptions` x this (64 KiB by default), freed when it closes.
+pub const MAX_PATTERN: usize = 1024;
+
 /// Code of the error a `subscribe` past `max_subscriptions` gets.
 pub const ERR_TOO_MANY_SUBSCRIPTIONS: i64 = -32002;
 
@@ -171,8 +175,16 @@ impl EventHub {
     }
 
     /// Subscribe a session to events whose name matches `pattern`; returns the
-    /// subscription id, or error -32002 past the per-connection cap.
+    /// subscription id, error -32002 past the per-connection cap, or -32602 for a
+    /// pattern over [`MAX_PATTERN`] bytes.
     pub fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
+        if pattern.len() > MAX_PATTERN {
+            // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
+            return Err(RpcError::invalid_params(format!(
+                "pattern of {} bytes; at most {MAX_PATTERN}",
+                pattern.len()
+            )));
+        }
         let mut conns = self.write();
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session,
@@ -331,6 +343,18 @@ mod tests {
         let b = fast_rx.try_recv().unwrap();
         assert_eq!(b.name, "|virt|b");
         assert!(b.params.get("notify_time").and_then(Value::as_i64).unwrap() > 0);
+    }
+
+    #[test]
+    fn long_patterns_are_refused() {
+        let hub = EventHub::default();
+        let (a, _a_rx) = session(1, 16);
+        let e = hub
+            .subscribe(&"x".repeat(MAX_PATTERN + 1), a.clone())
+            .unwrap_err();
+        assert_eq!(e.code, -32602);
+        assert!(!hub.is_subscribed(1), "nothing held for a refused pattern");
+        hub.subscribe(&"x".repeat(MAX_PATTERN), a).unwrap();
     }
 
     #[test]

@@ -12,6 +12,96 @@ use rpcmux_value::{Params, RpcError, Value};
 /// Introspection calls in flight at once while describing the verbs.
 const PARALLEL: usize = 8;
 
+/// What an upstream may tell about itself: it is a server like any client, and what it
+/// sends is bounded like client input. An upstream listing 1,500 methods with 1 MiB
+/// help texts made rpcmux hold 1.6 GiB; one listing 10,000 took minutes to start and
+/// put 194,893 series into `/metrics`; a control character in a name stopped the start.
+pub(super) mod bounds {
+    /// Verbs served from one upstream; the rest are skipped (logged).
+    pub const MAX_METHODS: usize = 1024;
+    /// Bytes of a verb's name; a longer name is skipped (logged).
+    pub const MAX_NAME: usize = 128;
+    /// Bytes of a verb's help kept; longer help is cut (at a character boundary).
+    pub const MAX_HELP: usize = 4096;
+    /// Signatures, types per signature, and bytes per type name kept; more: none kept.
+    pub const MAX_SIGNATURES: usize = 16;
+    pub const MAX_SIGNATURE_TYPES: usize = 32;
+    pub const MAX_TYPE_NAME: usize = 32;
+}
+
+/// Why a listed name cannot be a verb's, if it cannot: empty, too long, or holding a
+/// control character or white space (names go into logs, metrics labels and every
+/// protocol's method field).
+pub(super) fn bad_name(name: &str) -> Option<String> {
+    if name.is_empty() {
+        Some("empty name".into())
+    } else if name.len() > bounds::MAX_NAME {
+        Some(format!(
+            "a name of {} bytes (at most {})",
+            name.len(),
+            bounds::MAX_NAME
+        ))
+    } else if let Some(c) = name.chars().find(|c| c.is_control() || c.is_whitespace()) {
+        Some(format!("a control or space character {c:?} in its name"))
+    } else {
+        None
+    }
+}
+
+/// Help text as served: control characters other than newline and tab replaced, cut
+/// to [`bounds::MAX_HELP`] bytes.
+fn clean_help(help: &str) -> String {
+    let mut out = String::with_capacity(help.len().min(bounds::MAX_HELP));
+    for c in help.chars() {
+        let c = match c {
+            '\n' | '\t' => c,
+            c if c.is_control() => '\u{FFFD}',
+            c => c,
+        };
+        if out.len() + c.len_utf8() > bounds::MAX_HELP {
+            out.push('…');
+            break;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Keep the names that can be verbs', at most [`bounds::MAX_METHODS`]; log what is
+/// skipped (once per kind, with a count).
+fn usable_names<'a>(upstream: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut kept = Vec::new();
+    let (mut bad, mut over) = (0usize, 0usize);
+    for name in names {
+        if let Some(why) = bad_name(name) {
+            if bad == 0 {
+                tracing::warn!(upstream, name = %name.escape_debug(), why, "upstream verb skipped (further bad names counted only)");
+            }
+            bad += 1;
+        } else if kept.len() >= bounds::MAX_METHODS {
+            over += 1;
+        } else {
+            kept.push(name.to_owned());
+        }
+    }
+    if bad > 1 {
+        tracing::warn!(
+            upstream,
+            skipped = bad,
+            "upstream verbs skipped for bad names"
+        );
+    }
+    if over > 0 {
+        tracing::warn!(
+            upstream,
+            skipped = over,
+            served = bounds::MAX_METHODS,
+            "upstream lists more verbs than are served from one upstream; the rest are skipped"
+        );
+    }
+    kept
+}
+
 /// One verb the upstream serves, as it describes it.
 pub(super) struct Found {
     /// Its name on the upstream.
@@ -38,10 +128,7 @@ pub(super) async fn discover(
         .forward("system.listMethods", Params::default(), None)
         .await;
     if let Ok(Value::Array(names)) = &listed {
-        let names: Vec<String> = names
-            .iter()
-            .filter_map(|n| n.as_str().map(str::to_owned))
-            .collect();
+        let names = usable_names(&up.name, names.iter().filter_map(Value::as_str));
         let found = stream::iter(names)
             .map(|name| describe(up, name))
             .buffered(PARALLEL)
@@ -52,7 +139,12 @@ pub(super) async fn discover(
     let discovered = up.forward("rpc.discover", Params::default(), None).await;
     let methods = discovered.as_ref().ok().and_then(|d| d.get("methods"));
     if let Some(Value::Array(methods)) = methods {
-        let found = methods.iter().filter_map(openrpc_method).collect();
+        let described: Vec<Found> = methods.iter().filter_map(openrpc_method).collect();
+        let names = usable_names(&up.name, described.iter().map(|f| f.name.as_str()));
+        let found = described
+            .into_iter()
+            .filter(|f| names.contains(&f.name))
+            .collect();
         return Ok((found, "rpc.discover"));
     }
     if !configured.is_empty() {
@@ -102,7 +194,7 @@ fn unanswered(e: &RpcError) -> bool {
 async fn describe(up: &Upstream, name: String) -> Found {
     let arg = || Params::Positional(vec![Value::from(name.as_str())]);
     let help = match up.forward("system.methodHelp", arg(), None).await {
-        Ok(Value::String(h)) => h,
+        Ok(Value::String(h)) => clean_help(&h),
         _ => String::new(),
     };
     // Python's SimpleXMLRPCServer answers the string "signatures not supported".
@@ -120,18 +212,30 @@ async fn describe(up: &Upstream, name: String) -> Found {
 /// `[[string...]...]` (the XML-RPC introspection spec), or one flat `[string...]`
 /// (what supervisord answers); `None` when any part is something else.
 fn signatures(sigs: &[Value]) -> Option<Vec<Vec<String>>> {
+    let type_ok = |k: &Value| {
+        k.as_str()
+            .is_some_and(|t| t.len() <= bounds::MAX_TYPE_NAME && bad_name(t).is_none())
+    };
+    let fits = |s: &[Value]| s.len() <= bounds::MAX_SIGNATURE_TYPES && s.iter().all(type_ok);
+    if sigs.len() > bounds::MAX_SIGNATURE_TYPES {
+        return None;
+    }
     if !sigs.is_empty() && sigs.iter().all(|s| s.as_str().is_some()) {
+        if !fits(sigs) {
+            return None;
+        }
         return Some(vec![sigs
             .iter()
             .filter_map(|k| k.as_str().map(str::to_owned))
             .collect()]);
     }
+    if sigs.len() > bounds::MAX_SIGNATURES {
+        return None;
+    }
     sigs.iter()
         .map(|s| {
-            s.as_array()?
-                .iter()
-                .map(|k| k.as_str().map(str::to_owned))
-                .collect()
+            let s = s.as_array().filter(|s| fits(s))?;
+            s.iter().map(|k| k.as_str().map(str::to_owned)).collect()
         })
         .collect::<Option<Vec<Vec<String>>>>()
         .filter(|s| !s.is_empty())
@@ -140,11 +244,12 @@ fn signatures(sigs: &[Value]) -> Option<Vec<Vec<String>>> {
 /// A method of an OpenRPC document: its name, and its description (or summary) as help.
 fn openrpc_method(m: &Value) -> Option<Found> {
     let name = m.get("name")?.as_str()?.to_owned();
-    let help = ["description", "summary"]
-        .iter()
-        .find_map(|k| m.get(k).and_then(Value::as_str))
-        .unwrap_or_default()
-        .to_owned();
+    let help = clean_help(
+        ["description", "summary"]
+            .iter()
+            .find_map(|k| m.get(k).and_then(Value::as_str))
+            .unwrap_or_default(),
+    );
     Some(Found {
         name,
         help,
@@ -176,5 +281,31 @@ mod tests {
         let f = openrpc_method(&m).unwrap();
         assert_eq!((f.name.as_str(), f.help.as_str()), ("add", "Add."));
         assert!(openrpc_method(&Value::from(3)).is_none());
+    }
+
+    #[test]
+    fn what_an_upstream_says_is_bounded() {
+        assert!(bad_name("supervisor.getState").is_none());
+        assert!(bad_name("a\u{7}b").is_some());
+        assert!(bad_name("a b").is_some());
+        assert!(bad_name("").is_some());
+        assert!(bad_name(&"x".repeat(bounds::MAX_NAME + 1)).is_some());
+        let many: Vec<String> = (0..bounds::MAX_METHODS + 10)
+            .map(|i| format!("m{i}"))
+            .collect();
+        let mut names: Vec<&str> = vec!["bad\nname"];
+        names.extend(many.iter().map(String::as_str));
+        let kept = usable_names("u", names.into_iter());
+        assert_eq!(kept.len(), bounds::MAX_METHODS);
+        assert_eq!(kept[0], "m0");
+        let help = clean_help(&format!("a\u{1b}[31mb\n{}", "é".repeat(bounds::MAX_HELP)));
+        assert!(help.starts_with("a\u{FFFD}[31mb\n"), "{help:?}");
+        assert!(help.len() <= bounds::MAX_HELP + 3 && help.ends_with('…'));
+        let long = vec![Value::from("x".repeat(bounds::MAX_TYPE_NAME + 1))];
+        assert_eq!(signatures(&long), None);
+        let wide: Vec<Value> = (0..bounds::MAX_SIGNATURE_TYPES + 1)
+            .map(|_| Value::from("int"))
+            .collect();
+        assert_eq!(signatures(&wide), None);
     }
 }

@@ -37,6 +37,9 @@ pub(crate) struct Observer {
 pub(crate) struct StatsCache {
     known: [OnceLock<&'static CallStats>; PROTOCOLS.len()],
     other: RwLock<Vec<(&'static str, &'static CallStats)>>,
+    /// The verb's `method` label value, chosen on first use (bounded: see
+    /// [`Metrics::method_label`]).
+    label: OnceLock<Arc<str>>,
 }
 
 /// The protocols the server's framers name in `CallContext::protocol`.
@@ -65,6 +68,13 @@ pub(crate) struct CallStats {
 
 impl StatsCache {
     fn get(&self, metrics: &Metrics, protocol: &'static str, method: &str) -> &'static CallStats {
+        let method = &**self.label.get_or_init(|| {
+            if method == UNKNOWN {
+                method.into()
+            } else {
+                metrics.method_label(method)
+            }
+        });
         if let Some(slot) = PROTOCOLS.iter().position(|p| *p == protocol) {
             return self.known[slot].get_or_init(|| make(metrics, protocol, method));
         }

@@ -49,6 +49,9 @@ pub(crate) struct LimitLabel {
     pub limit: &'static str,
 }
 
+/// Verbs counted under a `method` label of their own; later ones count as `other`.
+pub(crate) const MAX_METHOD_LABELS: usize = 1000;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct BudgetLabel {
     budget: &'static str,
@@ -85,6 +88,8 @@ pub(crate) struct Metrics {
     pub bytes_out: Family<ProtocolLabel, Counter>,
     /// The `code` label values in use.
     pub codes: std::sync::Arc<Codes>,
+    /// Verbs that have a `method` label value of their own (see [`Metrics::method_label`]).
+    method_labels: std::sync::atomic::AtomicUsize,
     /// The gateway's upstreams (refreshes, address health).
     upstreams: super::upstream::UpstreamMetrics,
 }
@@ -133,6 +138,7 @@ impl Metrics {
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             codes: Default::default(),
+            method_labels: Default::default(),
             upstreams: Default::default(),
         };
         m.upstreams.register(&mut m.registry);
@@ -239,6 +245,20 @@ impl Metrics {
             open,
             received: self.bytes_in.get_or_create_owned(&label),
             sent: self.bytes_out.get_or_create_owned(&label),
+        }
+    }
+
+    /// The `method` label value a verb's calls are counted under: its name, for the
+    /// first [`MAX_METHOD_LABELS`] verbs called; `other` past them. An upstream listing
+    /// thousands of verbs must not put hundreds of thousands of series into `/metrics`.
+    pub fn method_label(&self, name: &str) -> std::sync::Arc<str> {
+        let n = self
+            .method_labels
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if n < MAX_METHOD_LABELS {
+            name.into()
+        } else {
+            "other".into()
         }
     }
 

@@ -39,6 +39,8 @@ pub struct Shared {
     pub(crate) budget: Arc<crate::budget::Budget>,
     /// Bytes queued for clients, process-wide (`max_total_output`).
     pub(crate) out_budget: Arc<crate::budget::Budget>,
+    /// Held while a compressed HTTP body is inflated and charged (one at a time).
+    pub(crate) inflating: tokio::sync::Mutex<()>,
     pub shutdown: CancellationToken,
     /// Cancelled when the shutdown deadline passes: calls still running end with an
     /// error reply (-32001) in their protocol instead of a bare close.
@@ -144,6 +146,7 @@ impl Server {
             refusals: Refusals::default(),
             budget: crate::budget::Budget::new(config.limits.max_total_in_flight_bytes),
             out_budget: crate::budget::Budget::new(config.limits.max_total_output),
+            inflating: tokio::sync::Mutex::new(()),
             shutdown,
             abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),

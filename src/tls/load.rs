@@ -26,7 +26,7 @@ pub fn server_config(cfg: &TlsConfig) -> io::Result<(ServerConfig, CertificateDe
     };
     let chain = certs(cert_path)?;
     let leaf = chain[0].clone();
-    let key = PrivateKeyDer::from_pem_file(key_path)
+    let key = PrivateKeyDer::from_pem_slice(&read_pem(key_path, "key")?)
         .map_err(|e| bad(format!("TLS key {}: {e}", key_path.display())))?;
     // Explicitly ring: no process-wide default provider to install or race on.
     let provider = Arc::new(ring::default_provider());
@@ -65,11 +65,44 @@ fn client_verifier(
         .map_err(|e| bad(format!("TLS client CA {}: {e}", path.display())))
 }
 
+/// The most a PEM file may hold: a certificate chain with its CAs is a few KiB, a CA
+/// bundle a few hundred. A path that is `/dev/zero` grew the process to 1.2 GiB.
+pub const MAX_PEM: u64 = 1 << 20;
+
+/// The bytes of a PEM file: a regular file of at most [`MAX_PEM`] bytes. Anything else
+/// (a FIFO that stalls the reader, a device, a huge file) is refused, naming the path.
+fn read_pem(path: &Path, what: &str) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let named = |e: &dyn std::fmt::Display| bad(format!("TLS {what} {}: {e}", path.display()));
+    let meta = std::fs::metadata(path).map_err(|e| named(&e))?;
+    if !meta.is_file() {
+        return Err(named(&"not a regular file"));
+    }
+    // O_NONBLOCK: if the path is swapped for a FIFO after the check, opening it does
+    // not wait for a writer.
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        open.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = open.open(path).map_err(|e| named(&e))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_PEM + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(&e))?;
+    if bytes.len() as u64 > MAX_PEM {
+        return Err(named(&format!("larger than {MAX_PEM} bytes")));
+    }
+    Ok(bytes)
+}
+
 /// Every CERTIFICATE block in `path`; none at all is an error.
 fn certs(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
     let what = |e: &dyn std::fmt::Display| bad(format!("TLS certificate {}: {e}", path.display()));
-    let certs = CertificateDer::pem_file_iter(path)
-        .map_err(|e| what(&e))?
+    let pem = read_pem(path, "certificate")?;
+    let certs = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| what(&e))?;
     if certs.is_empty() {

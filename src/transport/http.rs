@@ -69,6 +69,9 @@ fn body_kind(req: &Request<Incoming>) -> Result<BodyKind, String> {
     }
 }
 
+/// hyper's read buffer cap: a request head must fit (nginx allows 32 KiB by default).
+const MAX_HTTP_BUF: usize = 64 * 1024;
+
 /// After this long without a request or a byte moving, an HTTP connection gives its
 /// hyper state back (read and write buffers, 8 KiB each) and waits for its next
 /// request holding only the socket.
@@ -159,6 +162,9 @@ async fn serve_until_idle<S: Stream>(
         .keep_alive(true)
         // Clients that half-close after sending (nc, some scripts) still get their reply.
         .half_close(true)
+        // hyper reads ahead into a buffer of up to this much (400 KiB by default): 300
+        // connections whose large bodies wait for the budget held 117 MiB that way.
+        .max_buf_size(MAX_HTTP_BUF)
         .serve_connection(TokioIo::new(WriteStall::new(io, stall.clone())), service);
     let mut check = tokio::time::interval(RELEASE_IDLE_AFTER);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -241,6 +247,20 @@ async fn route(
     info: &ConnInfo,
     upgrade: &std::sync::Mutex<Option<Subprotocol>>,
 ) -> Reply {
+    if origin::from_browser(req.headers())
+        && !origin::host_allowed(req.headers(), &shared.config.web.allowed_hosts)
+    {
+        // DNS rebinding: a page on a name the attacker points at this server is "same
+        // origin" with it; only the names the server is known by are served to browsers.
+        tracing::info!(peer = %info.peer, host = ?req.headers().get(hyper::header::HOST), "browser request for a host name not allowed; answering 403");
+        if let Some(m) = &shared.metrics {
+            m.refused("host");
+        }
+        return text(
+            StatusCode::FORBIDDEN,
+            "host name not allowed for browsers (see [web] allowed_hosts, --allow-host)\n",
+        );
+    }
     let verdict = origin::judge(req.headers(), &shared.config.web.allowed_origins);
     let is_ws = handshake::is_upgrade(&req);
     if let Verdict::Refused(o) = &verdict {
@@ -425,6 +445,14 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         };
     if coding != http_encoding::Coding::Identity {
         let zipped = body;
+        // What a compressed body inflates to is known only once inflated: bodies are
+        // inflated one at a time, each only while the process budget has room for a
+        // big request, and charged before the next starts. 300 gzip'd 1 MiB bodies
+        // inflated side by side held 300 MiB outside the budget.
+        let _one_at_a_time = shared.inflating.lock().await;
+        while !shared.budget.room_for(usize::MAX, charge.bytes()) {
+            shared.budget.freed().await;
+        }
         let inflated = heavy::run(zipped.len(), move || {
             http_encoding::inflate(coding, &zipped, max)
         })

@@ -9,7 +9,7 @@
 //! - The bytes are charged to the process-wide budget as they arrive; while it is
 //!   spent, the body is not read further (backpressure on the client).
 
-use crate::budget::{Budget, Charge};
+use crate::budget::{Budget, Charge, Ticket, SMALL};
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -52,6 +52,8 @@ pub(crate) async fn collect(
     let mut charge = budget.take(first.max(1)).await;
     let start = Instant::now();
     let mut waited = Duration::ZERO;
+    // Held while this body is large and being read (see `budget`).
+    let mut ticket: Option<Ticket> = None;
     loop {
         let frame = match tokio::time::timeout(limits.gap, body.frame()).await {
             Err(_) => {
@@ -74,11 +76,18 @@ pub(crate) async fn collect(
         }
         buf.extend_from_slice(&data);
         drop(data);
+        if buf.len() > SMALL && ticket.is_none() {
+            ticket = Some(budget.ticket());
+        }
+        let may_go_on = |charge: &Charge, ticket: &Option<Ticket>, len: usize| {
+            budget.room_for(len, charge.bytes()) || ticket.as_ref().is_some_and(Ticket::is_first)
+        };
         if buf.len() > charge.bytes() {
-            // A body past `SMALL` bytes waits while large requests hold the budget.
-            if !budget.room_for(buf.len(), charge.bytes()) {
+            // A body past `SMALL` bytes waits while large requests hold the budget,
+            // unless it is the oldest large body being read (see `budget`).
+            if !may_go_on(&charge, &ticket, buf.len()) {
                 let wait = Instant::now();
-                while !budget.room_for(buf.len(), charge.bytes()) {
+                while !may_go_on(&charge, &ticket, buf.len()) {
                     budget.freed().await;
                 }
                 // Time spent waiting on the server is not the client's slowness.

@@ -1,11 +1,11 @@
-//! The body of an HTTP reply, held against the process's output budget until hyper has
-//! taken it for the socket.
+//! The body of an HTTP reply, held against the process's output budget until written.
 //!
 //! A client that sends a small request for a large reply and never reads it makes the
-//! server hold the reply. A big RPC reply is therefore handed to hyper in slices, so the
-//! part hyper has not taken stays charged to `max_total_output` (hyper queues a few
-//! hundred KiB at most before it asks for more), and the charge goes when the reply is
-//! written or the connection is dropped. Small bodies (pages, errors, pings) are plain
+//! server hold the reply. A big RPC reply is therefore handed to hyper in slices, each
+//! carrying its share of the charge to `max_total_output` until hyper has written and
+//! dropped it (hyper queues up to 16 slices before it asks for more); the rest stays
+//! charged in the body. The charge goes when the reply is written or the connection is
+//! dropped. Small bodies (pages, errors, pings) are plain
 //! [`Full`] bodies, charged nothing.
 
 use crate::budget::{Budget, Charge};
@@ -61,7 +61,13 @@ impl Body for ReplyBody {
                     return Poll::Ready(None);
                 }
                 let slice = rest.split_to(rest.len().min(SLICE));
-                charge.set(rest.len());
+                // The slice keeps its share of the charge until hyper has written and
+                // dropped it (hyper queues up to 16 slices).
+                let share = charge.split(slice.len());
+                let slice = Bytes::from_owner(ChargedSlice {
+                    bytes: slice,
+                    _charge: share,
+                });
                 Poll::Ready(Some(Ok(Frame::data(slice))))
             }
         }
@@ -82,6 +88,18 @@ impl Body for ReplyBody {
     }
 }
 
+/// A slice handed to hyper and the charge it holds until hyper drops it.
+struct ChargedSlice {
+    bytes: Bytes,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for ChargedSlice {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,8 +114,18 @@ mod tests {
         assert_eq!(budget.used(), 300_000);
         let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
         assert_eq!(first.len(), SLICE);
-        assert_eq!(budget.used(), 300_000 - SLICE, "what hyper took is no longer held here");
+        assert_eq!(
+            budget.used(),
+            300_000,
+            "a slice hyper holds is still charged"
+        );
         let mut all = first.to_vec();
+        drop(first);
+        assert_eq!(
+            budget.used(),
+            300_000 - SLICE,
+            "a slice written and dropped is not"
+        );
         while let Some(f) = body.frame().await {
             all.extend_from_slice(&f.unwrap().into_data().unwrap());
         }
@@ -108,6 +136,10 @@ mod tests {
         drop(small);
         let dropped = ReplyBody::charged(data, &budget);
         drop(dropped);
-        assert_eq!(budget.used(), 0, "a dropped connection gives its reply's charge back");
+        assert_eq!(
+            budget.used(),
+            0,
+            "a dropped connection gives its reply's charge back"
+        );
     }
 }

@@ -16,8 +16,7 @@ use crate::verbs::{CallContext, Dispatched, Encode, Found, Input, Output, Verb, 
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
 use rpcmux_msgpack_rpc::{
-    encode_response, encode_result_with, split_call, Limits, Message,
-    MsgpackRpcCodec, SplitCall,
+    encode_response, encode_result_with, split_call, Limits, Message, MsgpackRpcCodec, SplitCall,
 };
 use rpcmux_value::{Params, RpcError};
 use std::sync::Arc;

@@ -44,6 +44,52 @@ pub(crate) fn judge(headers: &HeaderMap, allowed: &[String]) -> Verdict {
     }
 }
 
+/// Does the request come from a browser? Browsers send `Origin` on every POST and
+/// WebSocket upgrade and `Sec-Fetch-*` on every request (navigations included);
+/// programs (curl, RPC client libraries) send neither.
+pub(crate) fn from_browser(headers: &HeaderMap) -> bool {
+    headers.contains_key(ORIGIN)
+        || headers.contains_key("sec-fetch-mode")
+        || headers.contains_key("sec-fetch-site")
+        || headers.contains_key("sec-websocket-key")
+}
+
+/// May a browser reach the server by the name in `Host`? IP addresses and `localhost`
+/// (and `*.localhost`) always; other names only when `allowed` lists them (`name`,
+/// `.domain` for it and its subdomains, `*`). A missing `Host` is not a browser's.
+pub(crate) fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
+    let Some(host) = headers.get(HOST) else {
+        return true;
+    };
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        // An IPv6 literal: [::1]:port
+        Some(rest) => {
+            return rest
+                .split(']')
+                .next()
+                .is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok())
+        }
+        None => host.rsplit_once(':').map_or(host, |(n, _)| n),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    if name.parse::<std::net::Ipv4Addr>().is_ok()
+        || name == "localhost"
+        || name.ends_with(".localhost")
+    {
+        return true;
+    }
+    allowed.iter().any(|a| {
+        let a = a.trim_end_matches('.').to_ascii_lowercase();
+        a == "*"
+            || a == name
+            || a.strip_prefix('.')
+                .is_some_and(|d| name == d || name.ends_with(&format!(".{d}")))
+    })
+}
+
 /// CORS headers for an allowed foreign origin's reply (and its preflight).
 pub(crate) fn cors_headers(h: &mut HeaderMap, origin: HeaderValue, preflight: bool) {
     h.insert("access-control-allow-origin", origin);
@@ -72,6 +118,37 @@ mod tests {
             h.insert(ORIGIN, HeaderValue::from_str(o).unwrap());
         }
         h
+    }
+
+    #[test]
+    fn browsers_reach_the_server_by_its_addresses_localhost_and_listed_names_only() {
+        let ok = |host: &str, allowed: &[&str]| {
+            let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
+            host_allowed(&headers(None, host), &allowed)
+        };
+        for host in [
+            "127.0.0.1:54321",
+            "10.1.2.3",
+            "[::1]:54321",
+            "localhost:1",
+            "LOCALHOST",
+            "app.localhost:8",
+        ] {
+            assert!(ok(host, &[]), "{host}");
+        }
+        // A rebinding attacker's name resolves to the server but is not one of its names.
+        assert!(!ok("rebind.attacker.example:54321", &[]));
+        assert!(!ok("localhost.attacker.example", &[]));
+        assert!(!ok("[not-an-ip]:1", &[]));
+        assert!(ok("rpc.example.com:443", &["rpc.example.com"]));
+        assert!(ok("a.b.example.com", &[".example.com"]));
+        assert!(!ok("example.com.attacker", &[".example.com"]));
+        assert!(ok("anything", &["*"]));
+        assert!(from_browser(&headers(Some("http://x"), "h")));
+        assert!(
+            !from_browser(&headers(None, "h")),
+            "programs send no Origin or Sec-Fetch-*"
+        );
     }
 
     #[test]

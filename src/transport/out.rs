@@ -259,7 +259,9 @@ mod tests {
         }
         drop(big);
         assert_eq!(budget.used(), 1 << 20, "one charge for 64 holders");
-        assert!(outs.iter().all(|o| o.owned() == 0 && o.pending() == 1 << 20));
+        assert!(outs
+            .iter()
+            .all(|o| o.owned() == 0 && o.pending() == 1 << 20));
         outs.truncate(1);
         assert_eq!(budget.used(), 1 << 20);
         outs.clear();

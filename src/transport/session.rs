@@ -8,8 +8,8 @@
 //! driver stops reading, so a client that floods or never reads gets backpressure
 //! instead of growing the server's memory (VDSM's queues were unbounded).
 
-use crate::budget::{Budget, Charge, SMALL};
 use super::out::Out;
+use crate::budget::{Budget, Charge, Ticket, SMALL};
 use crate::events::Event;
 use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
@@ -190,6 +190,8 @@ pub(crate) struct DriveOpts {
     pub idle_timeout: Duration,
     /// How long output may wait without a byte written before the connection closes.
     pub send_timeout: Duration,
+    /// How long a large frame being read may go without a byte (`body_timeout`).
+    pub frame_timeout: Duration,
     pub shutdown: CancellationToken,
     /// Cancelled when the event hub drops this connection as too slow.
     pub kill: CancellationToken,
@@ -217,6 +219,7 @@ impl DriveOpts {
             max_out: MAX_OUT,
             idle_timeout: limits.idle_timeout(),
             send_timeout: limits.send_timeout(),
+            frame_timeout: limits.body_timeout(),
             shutdown: shared.shutdown.clone(),
             kill,
             peer: info.peer.to_string(),
@@ -324,16 +327,20 @@ async fn next_event(rx: &mut mpsc::Receiver<Arc<Event>>) -> Option<Arc<Event>> {
 /// reply has gone): an attacker cycling big messages keeps no big buffers between them.
 const KEEP_EMPTY: usize = 4 * READ_ROOM;
 
-/// Input bytes of a connection charged to the process budget: its buffer once past
-/// [`SMALL`] (a partial frame being read), and what the framer holds of its own.
+/// Input bytes of a connection charged to the process budget: what it holds of a
+/// request past [`SMALL`] bytes (a large frame being read; up to that, the small-request
+/// lane every connection has), its own buffer and what the framer holds of its own.
 fn input_held(input: &BytesMut, framer_held: usize) -> usize {
-    let buffered = if input.capacity() > SMALL {
-        input.capacity()
+    let held = input.len() + framer_held;
+    if held > SMALL {
+        held
     } else {
         0
-    };
-    buffered + framer_held
+    }
 }
+
+/// The most one read of a large frame takes, reserved in the budget before it is made.
+const BIG_READ: usize = 256 * 1024;
 
 pub(crate) async fn drive<R, W, F>(
     mut rd: R,
@@ -353,6 +360,10 @@ pub(crate) async fn drive<R, W, F>(
     // partial frame or message being read (input budget).
     let mut out_charge = opts.out_budget.charge(0);
     let mut in_charge = opts.budget.charge(0);
+    // Held while a large frame is being read: the oldest may always go on (`budget`).
+    let mut ticket: Option<Ticket> = None;
+    let frame_timer = tokio::time::sleep(opts.frame_timeout);
+    tokio::pin!(frame_timer);
     let mut reading = true;
     let mut unflushed = false;
     let mut finished = false;
@@ -389,14 +400,23 @@ pub(crate) async fn drive<R, W, F>(
         // Room for more output: this connection's share, and while the process-wide
         // output budget is spent, only a connection with nothing waiting may start
         // calls (clients that read their replies go on; those that do not, stop).
-        let out_room = out.pending() < opts.max_out
-            && (out.is_done() || opts.out_budget.has_room());
+        let out_room =
+            out.pending() < opts.max_out && (out.is_done() || opts.out_budget.has_room());
         // While large requests hold the process budget, a connection may still buffer
         // and decode up to `SMALL` bytes: a frame complete within them is small and
         // takes the reserve; one that is not waits for the budget (see `budget`). The
         // connection's own partial frame is its own: it does not keep itself waiting.
         let own = in_charge.bytes();
-        let big_room = opts.budget.room_for(usize::MAX, own) && opts.out_budget.has_room();
+        if input.len() + framer.held() <= SMALL {
+            ticket = None;
+        } else if ticket.is_none() {
+            ticket = Some(opts.budget.ticket());
+            frame_timer
+                .as_mut()
+                .reset(tokio::time::Instant::now() + opts.frame_timeout);
+        }
+        let big_room =
+            opts.budget.room_for(usize::MAX, own) || ticket.as_ref().is_some_and(Ticket::is_first);
         let small_room = !big_room && opts.budget.room_for(SMALL, own);
         let may_decode = big_room || (small_room && input.len() <= SMALL);
         if reading
@@ -458,13 +478,22 @@ pub(crate) async fn drive<R, W, F>(
             tick_every = framer.tick_every();
             ticker = ticker_for(tick_every);
         }
-        let may_read = big_room || (small_room && input.len() < SMALL);
-        let can_read = reading && room_for_calls && may_read && out_room;
-        let read_limit = if big_room {
-            usize::MAX
+        // Up to SMALL bytes a request is read in the small lane. Past it (a large frame,
+        // or a WebSocket message put together from fragments) each read first reserves
+        // its bytes in the process budget, so half-read frames never hold more than the
+        // budget (the oldest may go on regardless: see `budget`), and small requests
+        // keep their reserve.
+        let held_in = input.len() + framer.held();
+        let (may_read, read_limit) = if held_in < SMALL {
+            (big_room || small_room, SMALL - held_in)
         } else {
-            SMALL - input.len().min(SMALL)
+            let want = input_held(&input, framer.held()).max(held_in) + BIG_READ;
+            let reserved = in_charge.bytes() >= want
+                || ticket.as_ref().is_some_and(Ticket::is_first)
+                || opts.budget.try_grow(&mut in_charge, want);
+            (reserved, BIG_READ)
         };
+        let can_read = reading && room_for_calls && may_read && out_room;
         let want_room = if read_full {
             READ_ROOM
         } else {
@@ -480,7 +509,7 @@ pub(crate) async fn drive<R, W, F>(
         }
         // What the read below may fill: if it does, the peer has more to send.
         let read_room = (input.capacity() - input.len()).min(read_limit);
-        let wait_for_budget = reading && !big_room;
+        let wait_for_budget = reading && (!big_room || !may_read);
         let has_output = !out.is_done();
         tokio::select! {
             biased;
@@ -583,6 +612,18 @@ pub(crate) async fn drive<R, W, F>(
                     reading = false;
                 }
             }
+            // A large frame that stops arriving gives its place in line (and its bytes)
+            // back: the oldest one may always go on reading, so it must not stall.
+            _ = &mut frame_timer, if reading && ticket.is_some() => {
+                if last_input.elapsed() >= opts.frame_timeout {
+                    tracing::info!(peer = %opts.peer, buffered = input.len(), "large frame stalled (body_timeout); closing");
+                    if let Some(m) = &opts.metrics {
+                        m.refused("frame_timeout");
+                    }
+                    break;
+                }
+                frame_timer.as_mut().reset(last_input + opts.frame_timeout);
+            }
             _ = ticker.tick(), if reading && tick_every.is_some() => {
                 if let Err(Close(why, _)) = framer.tick(last_input.elapsed(), &mut out) {
                     tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
@@ -594,7 +635,7 @@ pub(crate) async fn drive<R, W, F>(
     // What this connection held is freed before the lingering close.
     drop(out);
     drop(calls);
-    drop((out_charge, in_charge));
+    drop((out_charge, in_charge, ticket));
     let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
     linger(&mut rd).await;
 }
@@ -699,6 +740,7 @@ mod tests {
             max_out: MAX_OUT,
             idle_timeout: Duration::from_secs(60),
             send_timeout: Duration::from_secs(60),
+            frame_timeout: Duration::from_secs(60),
             shutdown: CancellationToken::new(),
             kill: CancellationToken::new(),
             peer: "test".into(),

@@ -5,6 +5,10 @@ Usage: stomp_client.py HOST PORT MODE
           reply-to and ovirtCorrelationId), receive each reply as a MESSAGE
   events  subscribe to `jms.queue` (a parent of the event destination), call VM.create
           over STOMP, receive the |virt|VM_status|<id> event and the reply
+  delivery  STOMP 1.2 delivery to every matching subscription: two subscriptions on the
+          reply destination both get each reply; VDSM's client-test layout (replies and
+          events both on jms.queue.events, two subscriptions) gets both on both; a
+          reply-to with ':' (sent escaped as \c) is answered
 
 Prints "ok <mode>" on success. A watchdog ends the process if anything hangs (stomp.py's
 connect(wait=True) waits forever when no CONNECTED arrives).
@@ -112,5 +116,45 @@ def events():
     conn.disconnect(receipt="bye")
 
 
-{"rpc": rpc, "events": events}[mode]()
+def delivery():
+    def collect(n):
+        got = []
+        for _ in range(n):
+            frame, body = inbox.next()
+            got.append((frame.headers["subscription"], body.get("id", body.get("method"))))
+        return sorted(got)
+
+    conn.subscribe(destination=RESPONSES, id="own", ack="auto")
+    conn.subscribe(destination=RESPONSES, id="spy", ack="auto")
+    conn.send(destination=REQUESTS, body=json.dumps(request("ping", [], "p1")),
+              headers={"reply-to": RESPONSES})
+    got = collect(2)
+    assert got == [("own", "p1"), ("spy", "p1")], got
+
+    # stomp.py escapes header values of SEND (STOMP 1.2): ':' goes as \c.
+    conn.send(destination=REQUESTS, body=json.dumps(request("ping", [], "p2")),
+              headers={"reply-to": RESPONSES + ".client:7"})
+    got = collect(2)
+    assert got == [("own", "p2"), ("spy", "p2")], got
+    conn.unsubscribe(id="own")
+    conn.unsubscribe(id="spy")
+
+    vm = "vm-" + uuid.uuid4().hex[:8]
+    conn.subscribe(destination="jms.queue.events", id="a", ack="auto")
+    conn.subscribe(destination="jms.queue.events", id="b", ack="auto")
+    conn.send(destination=REQUESTS,
+              body=json.dumps(request("VM.create", {"vmID": vm, "name": "n", "memSize": 64}, "c1")),
+              headers={"reply-to": "jms.queue.events"})
+    event = f"|virt|VM_status|{vm}"
+    got = collect(4)
+    assert got == sorted([("a", "c1"), ("b", "c1"), ("a", event), ("b", event)]), got
+    conn.send(destination=REQUESTS, body=json.dumps(request("VM.destroy", [vm], "d1")),
+              headers={"reply-to": "jms.queue.events"})
+    got = [g for g in collect(4) if g[1] == "d1"]
+    assert got == [("a", "d1"), ("b", "d1")], got
+    conn.disconnect(receipt="bye")
+    assert inbox.errors.empty(), inbox.errors.get()
+
+
+{"rpc": rpc, "events": events, "delivery": delivery}[mode]()
 print("ok", mode)

@@ -113,12 +113,7 @@ impl Stomp {
     }
 
     /// Handle one frame; true if it started a call (uses one unit of room).
-    fn frame(
-        &mut self,
-        f: Frame,
-        out: &mut Out,
-        calls: &mut Calls<Done>,
-    ) -> Result<bool, Close> {
+    fn frame(&mut self, f: Frame, out: &mut Out, calls: &mut Calls<Done>) -> Result<bool, Close> {
         let result = match (self.state, f.command) {
             (State::AwaitConnect, Command::Connect | Command::Stomp) => self.connect(&f, out),
             (State::AwaitConnect, c) => Err(Fault::new(format!(
@@ -189,6 +184,12 @@ impl Stomp {
                 return Err(Fault::new(format!(
                     "too many subscriptions (limit {})",
                     super::subscriptions::MAX_SUBSCRIPTIONS
+                )))
+            }
+            Err(Refused::TooLarge) => {
+                return Err(Fault::new(format!(
+                    "subscription ids and destinations over {} bytes on this connection",
+                    super::subscriptions::MAX_SUBSCRIPTION_BYTES
                 )))
             }
         }

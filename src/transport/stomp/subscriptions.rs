@@ -8,6 +8,10 @@
 /// memory and a scan per delivered message).
 pub(crate) const MAX_SUBSCRIPTIONS: usize = 256;
 
+/// At most this many bytes of subscription ids and destinations per connection (a
+/// header may be 8 KiB: 256 subscriptions of two could hold 4 MiB per connection).
+pub(crate) const MAX_SUBSCRIPTION_BYTES: usize = 64 * 1024;
+
 /// Does a subscription to `subscribed` receive messages sent to `dest`? VDSM's rule: the
 /// same destination, or a `.`-separated ancestor of it (`jms.queue` covers
 /// `jms.queue.events`, `jms.que` does not).
@@ -29,12 +33,15 @@ struct Sub {
 pub(crate) enum Refused {
     DuplicateId,
     TooMany,
+    TooLarge,
 }
 
 /// Subscriptions by id, in the order they were made (messages go out in that order).
 #[derive(Debug, Default)]
 pub(crate) struct Subscriptions {
     subs: Vec<Sub>,
+    /// Bytes of ids and destinations held.
+    bytes: usize,
 }
 
 impl Subscriptions {
@@ -45,6 +52,11 @@ impl Subscriptions {
         if self.subs.len() >= MAX_SUBSCRIPTIONS {
             return Err(Refused::TooMany);
         }
+        let bytes = id.len() + destination.len();
+        if self.bytes + bytes > MAX_SUBSCRIPTION_BYTES {
+            return Err(Refused::TooLarge);
+        }
+        self.bytes += bytes;
         self.subs.push(Sub {
             id: id.to_owned(),
             destination: destination.to_owned(),
@@ -54,9 +66,12 @@ impl Subscriptions {
 
     /// Remove a subscription; false if there was none with this id.
     pub(crate) fn remove(&mut self, id: &str) -> bool {
-        let before = self.subs.len();
-        self.subs.retain(|s| s.id != id);
-        self.subs.len() != before
+        let Some(at) = self.subs.iter().position(|s| s.id == id) else {
+            return false;
+        };
+        let gone = self.subs.remove(at);
+        self.bytes -= gone.id.len() + gone.destination.len();
+        true
     }
 
     /// The ids of the subscriptions that receive a message sent to `dest`.
@@ -98,6 +113,16 @@ mod tests {
         assert!(s.remove("a"));
         assert!(!s.remove("a"));
         assert_eq!(s.covering("jms.topic.vdsm_responses").count(), 1);
+    }
+
+    #[test]
+    fn bytes_are_capped_and_given_back() {
+        let mut s = Subscriptions::default();
+        let long = "d".repeat(MAX_SUBSCRIPTION_BYTES / 2);
+        s.add("a", &long).unwrap();
+        assert_eq!(s.add("b", &long), Err(Refused::TooLarge));
+        assert!(s.remove("a"));
+        s.add("b", &long).unwrap();
     }
 
     #[test]

@@ -57,6 +57,12 @@ pub struct WebConfig {
     pub allowed_origins: Vec<String>,
     /// Serve the console page at `GET /` to browsers (`None`: on when the demo verbs are).
     pub console: Option<bool>,
+    /// Host names browsers may reach the server by, besides IP addresses and
+    /// `localhost` (and its subdomains): `name`, `.domain` for it and its subdomains, or
+    /// `*` for any. A browser's request (it sends `Origin` or `Sec-Fetch-*`, or opens a
+    /// WebSocket) naming another `Host` is refused 403: a page whose name an attacker
+    /// rebinds to this server's address cannot drive it (DNS rebinding).
+    pub allowed_hosts: Vec<String>,
 }
 
 #[cfg(test)]

@@ -39,7 +39,15 @@ impl Messages for JsonWs {
             return Ok(false);
         }
         let size = payload.len();
-        match jsonrpc::start_message(payload, 0, size, &self.verbs, &self.ctx, &self.bounds, calls) {
+        match jsonrpc::start_message(
+            payload,
+            0,
+            size,
+            &self.verbs,
+            &self.ctx,
+            &self.bounds,
+            calls,
+        ) {
             Ok(()) => Ok(true),
             Err(body) => {
                 frames::put_frame(out, frames::TEXT, &body);

@@ -5,10 +5,10 @@
 use super::{Fault, Stomp};
 use crate::heavy;
 use crate::transport::jsonrpc::{self, Bounds};
+use crate::transport::out::Out;
 use crate::transport::session::Calls;
 use crate::transport::stomp::frames;
 use crate::transport::stomp::subscriptions::dest_covers;
-use crate::transport::out::Out;
 use bytes::Bytes;
 use rpcmux_jsonrpc::Incoming;
 use rpcmux_stomp::Frame;
@@ -122,7 +122,13 @@ impl Stomp {
     /// `subscription` and `message-id`) in front of the same bytes, so 256 overlapping
     /// SUBSCRIBEs cost 256 heads, not 256 copies of an 8 MiB reply. `shared`: the body
     /// is an event's encoding other connections send too.
-    pub(super) fn deliver(&mut self, dest: &str, body: &Bytes, shared: bool, out: &mut Out) -> bool {
+    pub(super) fn deliver(
+        &mut self,
+        dest: &str,
+        body: &Bytes,
+        shared: bool,
+        out: &mut Out,
+    ) -> bool {
         let Stomp {
             subs,
             next_message,
