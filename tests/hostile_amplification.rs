@@ -388,3 +388,264 @@ fn subscribe_is_capped_per_connection_and_closing_many_is_cheap() {
     }
     assert_alive(&mut srv, "subscriptions");
 }
+
+/// A JSON-RPC batch of `members` system.multicall calls of `calls` pings each.
+fn batch_of_multicalls(members: usize, calls: usize) -> Vec<u8> {
+    let pings = vec!["{\"methodName\":\"ping\",\"params\":[]}"; calls].join(",");
+    let member = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"system.multicall\",\"params\":[[{pings}]],\"id\":1}}"
+    );
+    format!("[{}]", vec![member; members].join(",")).into_bytes()
+}
+
+/// Batch members times multicall calls: each within its own cap (max_batch 1,000), the
+/// product over the per-request cap (`max_calls_per_request`, 10,000): refused whole,
+/// -32600, before any call runs. 1,000 x 475 started 475,120 calls from one 51 KB
+/// gzip body.
+#[test]
+fn batch_of_multicalls_is_capped_by_the_calls_it_would_start() {
+    let mut srv = Server::start_limited(&[]);
+    // 1,000 members of 475 pings: 476,000 calls.
+    let bomb = gzip(&batch_of_multicalls(1000, 475));
+    assert!(bomb.len() < 100 * KIB, "{} bytes of gzip", bomb.len());
+    let r = post(srv.addr, &[JSON, ("Content-Encoding", "gzip")], &bomb, MIB)
+        .expect("the multiplied batch");
+    let v = r.json().unwrap();
+    assert_eq!(error_code(&v), Some(-32600), "{}", excerpt(&r.body, 300));
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_calls_per_request"),
+        "{v}"
+    );
+    // Nothing ran: the ping counter in /metrics did not move.
+    let metrics = post_get_metrics(srv.addr);
+    assert!(
+        !metrics.contains("method=\"ping\""),
+        "pings ran: {}",
+        metrics
+            .lines()
+            .filter(|l| l.contains("ping"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Under the cap the same shape is answered in full: 20 x 400 = 8,020 calls.
+    let r = post(srv.addr, &[JSON], &batch_of_multicalls(20, 400), 8 * MIB).unwrap();
+    let v = r.json().unwrap();
+    let replies = v.as_array().expect("a batch reply");
+    assert_eq!(replies.len(), 20);
+    assert!(replies
+        .iter()
+        .all(|m| m["result"].as_array().map(Vec::len) == Some(400)));
+    // And over raw TCP the same cap holds.
+    let mut l = Lines::connect(srv.addr).unwrap();
+    let mut body = batch_of_multicalls(30, 400);
+    body.push(b'\n');
+    l.send(&body).unwrap();
+    let v = l.json(MIB).unwrap();
+    assert_eq!(error_code(&v), Some(-32600), "{v}");
+    assert_alive(&mut srv, "batch x multicall");
+}
+
+fn post_get_metrics(addr: std::net::SocketAddr) -> String {
+    let mut s = dial(addr, ANSWER_TIMEOUT).unwrap();
+    use std::io::Write;
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    read_response(&mut s, 16 * MIB).unwrap().text()
+}
+
+/// Peak RSS over the idle server for one 8 MiB event to 256 subscribers: the event's
+/// value (8 MiB), its one JSON encoding (8 MiB), the publishing request and its parse
+/// (~24 MiB). One encoded copy per subscriber (the unfixed server) was 2.4 GiB.
+const FANOUT_OVER_BASELINE_MIB: u64 = 64;
+
+/// One 8 MiB event published to 256 raw-TCP JSON-RPC subscribers that read it, and to
+/// 64 WebSocket subscribers: encoded once per wire format and shared.
+#[test]
+fn an_8_mib_event_to_256_subscribers_is_encoded_once_and_shared() {
+    let mut srv = Server::start_limited(&[]);
+    let addr = srv.addr;
+    let mut subs: Vec<Lines> = (0..256)
+        .map(|i| {
+            let mut l = Lines::connect_within(addr, ATTACK_TIMEOUT).unwrap();
+            l.send(&subscribe_line(i)).unwrap();
+            l
+        })
+        .collect();
+    for l in &mut subs {
+        let v = l.json(KIB).unwrap();
+        assert!(v["result"].is_u64(), "{v}");
+    }
+    let baseline = settle_rss(&mut srv, Duration::from_secs(10));
+    let big = "e".repeat(8 * MIB);
+    let publish = jsonrpc(
+        "Host.publishEvent",
+        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
+        "1",
+    );
+    drop(big);
+    let r = post(
+        addr,
+        &[JSON, ("Content-Encoding", "gzip")],
+        &gzip(&publish),
+        KIB,
+    )
+    .unwrap();
+    assert_eq!(r.json().unwrap()["result"], 256, "{}", r.text());
+    // Every subscriber gets the whole event (read on 8 threads).
+    let chunks: Vec<Vec<Lines>> = {
+        let mut chunks: Vec<Vec<Lines>> = (0..8).map(|_| Vec::new()).collect();
+        for (i, l) in subs.into_iter().enumerate() {
+            chunks[i % 8].push(l);
+        }
+        chunks
+    };
+    let readers: Vec<_> = chunks
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                for l in &mut c {
+                    let v = l.json(9 * MIB).unwrap();
+                    assert_eq!(v["method"], "|test|big");
+                    assert_eq!(v["params"]["blob"].as_str().map(str::len), Some(8 * MIB));
+                }
+                c
+            })
+        })
+        .collect();
+    let subs: Vec<Lines> = readers
+        .into_iter()
+        .flat_map(|r| join(r, "subscriber"))
+        .collect();
+    let peak = srv.peak_rss_mib();
+    eprintln!("8 MiB event to 256 subscribers: baseline {baseline} MiB, peak {peak} MiB");
+    assert!(
+        peak <= baseline + FANOUT_OVER_BASELINE_MIB,
+        "peak {peak} MiB is over the baseline {baseline} + {FANOUT_OVER_BASELINE_MIB} MiB"
+    );
+    drop(subs);
+    assert_alive(&mut srv, "event fan-out");
+}
+
+/// The same event to 256 subscribers that never read it: the server holds one copy
+/// (they stop taking events past their share and are dropped when their queue fills),
+/// not 256.
+#[test]
+fn a_15_mib_event_to_256_subscribers_that_never_read_is_held_once() {
+    let mut srv = Server::start_limited(&[]);
+    let addr = srv.addr;
+    let mut subs: Vec<std::net::TcpStream> = Vec::new();
+    for i in 0..256 {
+        use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+        let sock = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP)).unwrap();
+        sock.set_recv_buffer_size(4096).unwrap();
+        sock.connect(&SockAddr::from(addr)).unwrap();
+        let mut s: std::net::TcpStream = sock.into();
+        use std::io::Write;
+        s.write_all(&subscribe_line(i)).unwrap();
+        subs.push(s);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let baseline = settle_rss(&mut srv, Duration::from_secs(10));
+    // 15 MiB: the publishing request must fit `max_body` (16 MiB).
+    let big = "e".repeat(15 * MIB);
+    let publish = jsonrpc(
+        "Host.publishEvent",
+        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
+        "1",
+    );
+    drop(big);
+    let r = post(
+        addr,
+        &[JSON, ("Content-Encoding", "gzip")],
+        &gzip(&publish),
+        KIB,
+    )
+    .unwrap();
+    assert_eq!(r.json().unwrap()["result"], 256, "{}", r.text());
+    std::thread::sleep(Duration::from_secs(2));
+    ping_tcp(addr).expect("a bystander is answered");
+    let peak = srv.peak_rss_mib();
+    eprintln!("15 MiB event to 256 non-readers: baseline {baseline} MiB, peak {peak} MiB");
+    assert!(
+        peak <= baseline + 2 * FANOUT_OVER_BASELINE_MIB,
+        "peak {peak} MiB is over the baseline {baseline} + {} MiB",
+        2 * FANOUT_OVER_BASELINE_MIB
+    );
+    drop(subs);
+    assert_alive(&mut srv, "event fan-out to non-readers");
+}
+
+/// DNS rebinding: a page on a name that resolves to the server is "same origin" with
+/// it. Browser requests (Origin or Sec-Fetch-*) naming a host that is not the server's
+/// are refused 403: the console page, the WebSocket upgrade and a POST alike; programs,
+/// and browsers using an address, localhost or an allowed name, are served.
+#[test]
+fn a_rebinding_host_is_refused_on_the_page_the_upgrade_and_post() {
+    let srv = Server::start_limited(&["--allow-host", "rpc.example.com"]);
+    let exchange = |head: &str, body: &[u8]| {
+        let mut s = dial(srv.addr, ANSWER_TIMEOUT).unwrap();
+        use std::io::Write;
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body).unwrap();
+        read_response(&mut s, MIB).unwrap()
+    };
+    let evil = "rebind.attacker.example:54321";
+    let body = jsonrpc("VM.create", "{\"vmID\":\"rebound\",\"name\":\"x\"}", "1");
+    // A page POSTs to its own origin: Origin names the Host.
+    let post = |host: &str| {
+        exchange(
+            &format!(
+                "POST / HTTP/1.1\r\nHost: {host}\r\nOrigin: http://{host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            ),
+            &body,
+        )
+        .status
+    };
+    assert_eq!(post(evil), 403, "POST from the rebound page");
+    let page = exchange(
+        &format!("GET / HTTP/1.1\r\nHost: {evil}\r\nAccept: text/html\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Site: none\r\nConnection: close\r\n\r\n"),
+        b"",
+    );
+    assert_eq!(page.status, 403, "the console page: {}", page.text());
+    let upgrade = exchange(
+        &format!(
+            "GET / HTTP/1.1\r\nHost: {evil}\r\nOrigin: http://{evil}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        ),
+        b"",
+    );
+    assert_eq!(upgrade.status, 403, "the WebSocket upgrade");
+    // Nothing ran: the VM does not exist.
+    let r = post_within_json(srv.addr, "VM.getStats", "[\"rebound\"]");
+    assert_eq!(error_code(&r), Some(1), "{r}");
+    // Addresses, localhost and allowed names are served to browsers; programs always.
+    for host in [
+        "127.0.0.1:1",
+        "localhost:54321",
+        "[::1]:2",
+        "rpc.example.com",
+    ] {
+        assert_eq!(post(host), 200, "{host}");
+    }
+    let program = exchange(
+        &format!(
+            "POST / HTTP/1.1\r\nHost: {evil}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        ),
+        &body,
+    );
+    assert_eq!(
+        program.status, 200,
+        "a program (no Origin, no Sec-Fetch-*) is not a browser"
+    );
+}
+
+fn post_within_json(addr: std::net::SocketAddr, method: &str, params: &str) -> serde_json::Value {
+    post(addr, &[JSON], &jsonrpc(method, params, "1"), MIB)
+        .unwrap()
+        .json()
+        .unwrap()
+}
