@@ -203,6 +203,10 @@ pub struct OpsConfig {
     pub metrics: bool,
     /// Serve `/metrics` on this address only (plain HTTP), not on the RPC port.
     pub metrics_listen: Option<SocketAddr>,
+    /// Networks (CIDR) whose clients get `/metrics` on the RPC port (default loopback
+    /// only: verb names, counts and upstream URLs are not for anyone who can reach the
+    /// port); others get 403. `metrics_listen` serves whoever reaches its address.
+    pub metrics_from: Vec<ipnet::IpNet>,
     /// The level of the one line logged per call (target `rpcmux::access`).
     pub access_log: crate::observe::AccessLevel,
     /// Seconds past which a call is logged at warn, whatever `access_log` says.
@@ -218,6 +222,10 @@ impl Default for OpsConfig {
         OpsConfig {
             metrics: true,
             metrics_listen: None,
+            metrics_from: vec![
+                "127.0.0.0/8".parse().expect("a network"),
+                "::1/128".parse().expect("a network"),
+            ],
             access_log: Default::default(),
             slow_call: 1.0,
             drain_delay: 0.0,

@@ -120,6 +120,11 @@ fn malformed_and_oversized_messages_close_that_connection_only() {
         codec.decode(&mut buf).unwrap(),
         Some(Message::Response { msgid: 1, .. })
     ));
+    // Then the reason, as an error reply under msgid 0 (the message's own is unknown).
+    assert!(matches!(
+        codec.decode(&mut buf).unwrap(),
+        Some(Message::Response { msgid: 0, error: Value::Array(_), .. })
+    ));
     assert!(srv.wait_log(
         "msgpack-rpc framing error",
         std::time::Duration::from_secs(2)
@@ -132,7 +137,31 @@ fn malformed_and_oversized_messages_close_that_connection_only() {
     s.write_all(&big).unwrap();
     let mut rest = Vec::new();
     s.read_to_end(&mut rest).unwrap();
-    assert!(rest.is_empty());
+    let mut buf = bytes::BytesMut::from(&rest[..]);
+    match MsgpackRpcCodec::default().decode(&mut buf).unwrap() {
+        Some(Message::Response { msgid: 0, error, .. }) => {
+            assert_eq!(error.as_array().unwrap()[0], Value::Int(-32600), "{error:?}")
+        }
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+
+    // nested deeper than the parser's cap: an error reply naming it, then close
+    let mut s = connect(srv.addr);
+    let mut deep = vec![0x94, 0x00, 0x02, 0xa4, b'e', b'c', b'h', b'o'];
+    deep.extend(std::iter::repeat_n(0x91, 200));
+    deep.push(0xc0);
+    s.write_all(&deep).unwrap();
+    let mut rest = Vec::new();
+    s.read_to_end(&mut rest).unwrap();
+    let mut buf = bytes::BytesMut::from(&rest[..]);
+    match MsgpackRpcCodec::default().decode(&mut buf).unwrap() {
+        Some(Message::Response { msgid: 0, error, .. }) => {
+            let e = error.as_array().unwrap();
+            assert_eq!(e[0], Value::Int(-32700), "{error:?}");
+            assert!(e[1].as_str().unwrap().contains("deep"), "{error:?}");
+        }
+        other => panic!("expected an error reply, got {other:?}"),
+    }
 
     // others are unaffected
     let mut s = connect(srv.addr);

@@ -283,3 +283,35 @@ fn json_log_lines_parse_and_carry_the_access_fields() {
     );
     assert!(f["duration_ms"].as_str().unwrap().parse::<f64>().unwrap() >= 0.0);
 }
+
+/// `/metrics` on the RPC port answers only `[ops] metrics_from` (loopback by default):
+/// verb names, counts and upstream URLs are not for whoever can reach the port.
+#[test]
+fn metrics_on_the_rpc_port_answer_only_the_allowed_networks() {
+    let srv = Server::start(&["--metrics-from", "127.0.0.2/32"]);
+    let from = |ip: [u8; 4]| {
+        let sock = socket2::Socket::new(
+            socket2::Domain::IPV4,
+            socket2::Type::STREAM,
+            Some(socket2::Protocol::TCP),
+        )
+        .unwrap();
+        sock.bind(&std::net::SocketAddr::from((ip, 0)).into()).unwrap();
+        sock.connect(&srv.addr.into()).unwrap();
+        let mut s: std::net::TcpStream = sock.into();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .unwrap();
+        let mut all = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut all).unwrap();
+        parse_http(&all)
+    };
+    let (status, _, body) = from([127, 0, 0, 1]);
+    assert_eq!(status, 403, "{}", String::from_utf8_lossy(&body));
+    assert!(String::from_utf8_lossy(&body).contains("metrics_from"));
+    let (status, _, body) = from([127, 0, 0, 2]);
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&body).contains("rpcmux_connections_accepted"));
+    // /health is for everyone (balancers).
+    assert_eq!(get(srv.addr, "/health").0, 200);
+}

@@ -138,6 +138,10 @@ struct OpsArgs {
     /// Do not count or serve metrics (`GET /metrics` answers 404).
     #[arg(long)]
     no_metrics: bool,
+    /// A network (CIDR) whose clients get /metrics on the RPC port (repeatable;
+    /// default 127.0.0.0/8 and ::1/128; 0.0.0.0/0 and ::/0 for everyone).
+    #[arg(long = "metrics-from", value_name = "CIDR")]
+    metrics_from: Vec<ipnet::IpNet>,
     /// Serve /metrics on this address only, not on the RPC port.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
@@ -161,6 +165,9 @@ impl OpsArgs {
             o.metrics = false;
         }
         o.metrics_listen = self.metrics_listen.or(o.metrics_listen);
+        if !self.metrics_from.is_empty() {
+            o.metrics_from = self.metrics_from;
+        }
         o.access_log = self.access_log.unwrap_or(o.access_log);
         o.slow_call = self.slow_call.unwrap_or(o.slow_call);
         o.drain_delay = self.drain_delay.unwrap_or(o.drain_delay);

@@ -306,6 +306,20 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> 
         {
             super::console::serve(path).map(ReplyBody::from)
         }
+        (&Method::GET | &Method::HEAD, "/metrics")
+            if !shared
+                .config
+                .ops
+                .metrics_from
+                .iter()
+                .any(|n| n.contains(&info.peer.ip().to_canonical())) =>
+        {
+            tracing::debug!(peer = %info.peer, "/metrics refused: not in [ops] metrics_from");
+            text(
+                StatusCode::FORBIDDEN,
+                "/metrics is not served to this address (see [ops] metrics_from, --metrics-from)\n",
+            )
+        }
         (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
             Some(r) => r,
             None => text(StatusCode::NOT_FOUND, INDEX),

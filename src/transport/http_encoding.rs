@@ -46,9 +46,12 @@ pub(crate) fn inflate(coding: Coding, body: &[u8], max: usize) -> Result<Vec<u8>
     match coding {
         Coding::Identity => Ok(body.to_vec()),
         Coding::Gzip => read_capped(MultiGzDecoder::new(body), body.len(), max),
-        // RFC 9110's deflate is zlib-wrapped; some clients send raw deflate.
-        Coding::Deflate => read_capped(ZlibDecoder::new(body), body.len(), max)
-            .or_else(|_| read_capped(DeflateDecoder::new(body), body.len(), max)),
+        // RFC 9110's deflate is zlib-wrapped; some clients send raw deflate. Only a body
+        // that is not zlib is tried as raw: a zlib bomb is too large, not corrupt.
+        Coding::Deflate => match read_capped(ZlibDecoder::new(body), body.len(), max) {
+            Err(InflateError::Corrupt(_)) => read_capped(DeflateDecoder::new(body), body.len(), max),
+            zlib => zlib,
+        },
     }
 }
 
@@ -102,6 +105,17 @@ mod tests {
         assert!(matches!(
             inflate(Coding::Gzip, b"not gzip", 10),
             Err(InflateError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn a_zlib_bomb_is_too_large_not_corrupt() {
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), Compression::best());
+        z.write_all(&vec![0u8; 1 << 20]).unwrap();
+        let bomb = z.finish().unwrap();
+        assert!(matches!(
+            inflate(Coding::Deflate, &bomb, 1000),
+            Err(InflateError::TooLarge)
         ));
     }
 

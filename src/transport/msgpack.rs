@@ -26,6 +26,8 @@ struct Msgpack {
     verbs: Arc<VerbTable>,
     ctx: CallContext,
     cap: ReplyCap,
+    /// Why the stream could not be read on, answered once every call has been.
+    last_words: Option<RpcError>,
     /// Bounds of one group of pipelined calls sent as one request (see [`Group`]):
     /// members, and request bytes in all.
     max_batch: usize,
@@ -404,6 +406,9 @@ impl Framer for Msgpack {
                 Ok(None) => return Ok(()),
                 Err(e) => {
                     input.clear();
+                    // The stream cannot be resynchronised: say why, as an error reply under
+                    // msgid 0 (the message's own is unknown), after the replies owed.
+                    self.last_words = Some(e.to_rpc_error());
                     let why = format!("msgpack-rpc framing error: {e}");
                     return Err(match e {
                         rpcmux_msgpack_rpc::CodecError::TooLarge { .. } => {
@@ -459,6 +464,12 @@ impl Framer for Msgpack {
             out.put_shared(bytes);
         }
     }
+
+    fn finish(&mut self, out: &mut Out) {
+        if let Some(e) = self.last_words.take() {
+            encode_response(out, 0, Err(&e));
+        }
+    }
 }
 
 fn limits(shared: &Shared) -> Limits {
@@ -479,6 +490,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         verbs,
         ctx,
         cap,
+        last_words: None,
         max_batch,
         max_frame,
     })
@@ -565,6 +577,7 @@ mod tests {
                 max_reply: 1 << 24,
                 budget: Budget::new(1 << 30),
             },
+            last_words: None,
             max_batch: 100,
             max_frame: 1 << 24,
         }
@@ -635,6 +648,7 @@ mod tests {
                 max_reply: 1 << 20,
                 budget: Budget::new(1 << 30),
             },
+            last_words: None,
             max_batch: 100,
             max_frame: 1 << 20,
         };

@@ -24,6 +24,11 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// What a call that waits costs at least, charged in place of its request bytes when
+/// those are fewer: a parked 15-byte `sleep` call holds about 1.4 KiB (its boxed future,
+/// its context and the reply slot).
+const PARKED_CALL: usize = 1536;
+
 /// Calls in flight on one connection, with the request bytes they hold. Each call is
 /// charged to the process-wide [`Budget`] until it finishes; the driver stops decoding a
 /// connection whose calls hold `max_in_flight_bytes`, or while the budget is spent.
@@ -75,6 +80,8 @@ impl<D: Send + 'static> Calls<D> {
             self.ready.push_back(done);
             return;
         }
+        // A call that waits holds its future, context and task slot whatever its size.
+        let bytes = bytes.max(PARKED_CALL);
         self.bytes += bytes;
         self.running.push(Running {
             call,
