@@ -476,3 +476,87 @@ async fn https_upstreams_are_verified_against_tls_ca() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("TLS handshake"), "{err}");
 }
+
+/// An upstream is input like any client's: one listing 10,000 verbs (two with control
+/// characters in their names), with 1 MiB help texts and 100,000-type signatures,
+/// leaves rpcmux starting, serving at most 1,024 of its verbs, their help cut to 4 KiB,
+/// `rpc.discover` within bounds and memory bounded (under the hostile address-space
+/// limit). Before: 1.6 GiB held, minutes to start, 194,893 metric series, or no start
+/// at all for the control character.
+#[test]
+fn a_hostile_upstream_leaves_rpcmux_starting_and_bounded() {
+    let up = PyUpstream::script(
+        "RPCMUX_PY_CLIENTS",
+        "clients",
+        "hostile_upstream.py",
+        &["0"],
+    );
+    let started = Instant::now();
+    let mut srv = Server::start_limited(&["--no-demo", "--upstream", &up.url()]);
+    let took = started.elapsed();
+    eprintln!("started in {took:?}");
+    assert!(took < Duration::from_secs(60), "took {took:?} to start");
+    let log = srv.log();
+    assert!(log.contains("upstream verb skipped"), "{log}");
+    assert!(log.contains("more verbs than are served"), "{log}");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let list = rt
+        .block_on(call(
+            ClientProto::Jsonrpc,
+            &srv,
+            "system.listMethods",
+            vec![],
+        ))
+        .unwrap();
+    let names = names(&list);
+    let upstream: Vec<_> = names.iter().filter(|n| n.starts_with('v')).collect();
+    assert_eq!(
+        upstream.len(),
+        1024,
+        "served from the upstream: {}",
+        upstream.len()
+    );
+    assert!(
+        names.iter().all(|n| !n.chars().any(char::is_control)),
+        "a name with a control character was served"
+    );
+    let help = rt
+        .block_on(call(
+            ClientProto::Jsonrpc,
+            &srv,
+            "system.methodHelp",
+            vec!["v0".into()],
+        ))
+        .unwrap();
+    let help = help.as_str().unwrap();
+    assert!(help.len() <= 4 * 1024 + 3, "help of {} bytes", help.len());
+    assert!(
+        !help.contains('\u{1b}'),
+        "an escape sequence reached the help"
+    );
+    let sig = rt
+        .block_on(call(
+            ClientProto::Jsonrpc,
+            &srv,
+            "system.methodSignature",
+            vec!["v0".into()],
+        ))
+        .unwrap();
+    assert!(
+        !matches!(&sig, Value::Array(a) if a.len() > 16),
+        "an oversized signature was kept: {sig:?}"
+    );
+    let doc = rt
+        .block_on(call(ClientProto::Jsonrpc, &srv, "rpc.discover", vec![]))
+        .unwrap();
+    let methods = doc.get("methods").and_then(Value::as_array).unwrap();
+    assert!(methods.len() <= 1024 + 16, "{} methods", methods.len());
+    let answered = rt
+        .block_on(call(ClientProto::Xmlrpc, &srv, "v0", vec![]))
+        .unwrap();
+    assert_eq!(answered, Value::from("v0 answered"));
+    let peak = srv.peak_rss_mib();
+    eprintln!("peak RSS {peak} MiB");
+    assert!(peak < 400, "peak RSS {peak} MiB");
+    up.kill();
+}

@@ -123,7 +123,11 @@ fn malformed_and_oversized_messages_close_that_connection_only() {
     // Then the reason, as an error reply under msgid 0 (the message's own is unknown).
     assert!(matches!(
         codec.decode(&mut buf).unwrap(),
-        Some(Message::Response { msgid: 0, error: Value::Array(_), .. })
+        Some(Message::Response {
+            msgid: 0,
+            error: Value::Array(_),
+            ..
+        })
     ));
     assert!(srv.wait_log(
         "msgpack-rpc framing error",
@@ -139,8 +143,14 @@ fn malformed_and_oversized_messages_close_that_connection_only() {
     s.read_to_end(&mut rest).unwrap();
     let mut buf = bytes::BytesMut::from(&rest[..]);
     match MsgpackRpcCodec::default().decode(&mut buf).unwrap() {
-        Some(Message::Response { msgid: 0, error, .. }) => {
-            assert_eq!(error.as_array().unwrap()[0], Value::Int(-32600), "{error:?}")
+        Some(Message::Response {
+            msgid: 0, error, ..
+        }) => {
+            assert_eq!(
+                error.as_array().unwrap()[0],
+                Value::Int(-32600),
+                "{error:?}"
+            )
         }
         other => panic!("expected an error reply, got {other:?}"),
     }
@@ -155,7 +165,9 @@ fn malformed_and_oversized_messages_close_that_connection_only() {
     s.read_to_end(&mut rest).unwrap();
     let mut buf = bytes::BytesMut::from(&rest[..]);
     match MsgpackRpcCodec::default().decode(&mut buf).unwrap() {
-        Some(Message::Response { msgid: 0, error, .. }) => {
+        Some(Message::Response {
+            msgid: 0, error, ..
+        }) => {
             let e = error.as_array().unwrap();
             assert_eq!(e[0], Value::Int(-32700), "{error:?}");
             assert!(e[1].as_str().unwrap().contains("deep"), "{error:?}");

@@ -296,7 +296,8 @@ fn metrics_on_the_rpc_port_answer_only_the_allowed_networks() {
             Some(socket2::Protocol::TCP),
         )
         .unwrap();
-        sock.bind(&std::net::SocketAddr::from((ip, 0)).into()).unwrap();
+        sock.bind(&std::net::SocketAddr::from((ip, 0)).into())
+            .unwrap();
         sock.connect(&srv.addr.into()).unwrap();
         let mut s: std::net::TcpStream = sock.into();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();

@@ -23,6 +23,10 @@ pub(super) mod bounds {
     pub const MAX_NAME: usize = 128;
     /// Bytes of a verb's help kept; longer help is cut (at a character boundary).
     pub const MAX_HELP: usize = 4096;
+    /// How long describing an upstream's verbs (help and signatures) may take; verbs
+    /// not described by then are served without help. An upstream answering slowly or
+    /// hugely delays startup by this much at most.
+    pub const DESCRIBE_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
     /// Signatures, types per signature, and bytes per type name kept; more: none kept.
     pub const MAX_SIGNATURES: usize = 16;
     pub const MAX_SIGNATURE_TYPES: usize = 32;
@@ -129,11 +133,40 @@ pub(super) async fn discover(
         .await;
     if let Ok(Value::Array(names)) = &listed {
         let names = usable_names(&up.name, names.iter().filter_map(Value::as_str));
+        let deadline = tokio::time::Instant::now() + bounds::DESCRIBE_WITHIN;
         let found = stream::iter(names)
-            .map(|name| describe(up, name))
+            .map(|name| async move {
+                if tokio::time::Instant::now() >= deadline {
+                    return Found {
+                        name,
+                        help: String::new(),
+                        signatures: None,
+                    };
+                }
+                match tokio::time::timeout_at(deadline, describe(up, name.clone())).await {
+                    Ok(found) => found,
+                    Err(_) => Found {
+                        name,
+                        help: String::new(),
+                        signatures: None,
+                    },
+                }
+            })
             .buffered(PARALLEL)
             .collect::<Vec<_>>()
             .await;
+        let bare = found
+            .iter()
+            .filter(|f| f.help.is_empty() && f.signatures.is_none())
+            .count();
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                upstream = %up.name,
+                undescribed = bare,
+                within = ?bounds::DESCRIBE_WITHIN,
+                "upstream too slow to describe all its verbs; the rest are served without help"
+            );
+        }
         return Ok((found, "system.listMethods"));
     }
     let discovered = up.forward("rpc.discover", Params::default(), None).await;

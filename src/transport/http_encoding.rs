@@ -49,7 +49,9 @@ pub(crate) fn inflate(coding: Coding, body: &[u8], max: usize) -> Result<Vec<u8>
         // RFC 9110's deflate is zlib-wrapped; some clients send raw deflate. Only a body
         // that is not zlib is tried as raw: a zlib bomb is too large, not corrupt.
         Coding::Deflate => match read_capped(ZlibDecoder::new(body), body.len(), max) {
-            Err(InflateError::Corrupt(_)) => read_capped(DeflateDecoder::new(body), body.len(), max),
+            Err(InflateError::Corrupt(_)) => {
+                read_capped(DeflateDecoder::new(body), body.len(), max)
+            }
             zlib => zlib,
         },
     }
