@@ -6,6 +6,7 @@ mod call;
 mod log;
 mod ops;
 mod serve;
+mod target;
 mod tls_args;
 mod web_args;
 

@@ -280,6 +280,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("rpcmux: cannot listen: {e}");
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    eprintln!(
+                        "rpcmux: another process (another rpcmux serve?) listens there; \
+                         choose another address with --listen HOST:PORT (port 0 picks a free one)"
+                    );
+                }
                 return ExitCode::FAILURE;
             }
         };
