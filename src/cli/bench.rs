@@ -13,7 +13,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Protocol to speak.
-    #[arg(long, value_enum, default_value = "jsonrpc-tcp")]
+    #[arg(long, alias = "protocol", value_enum, default_value = "jsonrpc-tcp")]
     proto: ClientProto,
     /// Connections to open.
     #[arg(short = 'c', long, default_value_t = 1)]

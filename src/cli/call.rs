@@ -16,7 +16,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct CallArgs {
     /// Protocol to speak [default: jsonrpc, or jsonrpc-ws for a ws:// or wss:// URL].
-    #[arg(long, value_enum)]
+    #[arg(long, alias = "protocol", value_enum)]
     proto: Option<ClientProto>,
     /// Seconds to wait for the connection and for the reply.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
