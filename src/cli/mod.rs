@@ -117,4 +117,23 @@ mod tests {
         assert!(help.contains("[default: 10000]"), "{help}");
         assert!(help.contains("[default: 16777216 (16 MiB)]"), "{help}");
     }
+
+    #[test]
+    fn each_subcommand_help_gives_its_exit_statuses() {
+        let mut cmd = command();
+        for name in ["serve", "call", "bench"] {
+            let help = cmd
+                .find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("Exit status: 0"), "{name}: {help}");
+        }
+        let call = cmd
+            .find_subcommand_mut("call")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(call.contains("needs --tls-key and --tls-ca"), "{call}");
+    }
 }
