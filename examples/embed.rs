@@ -49,6 +49,15 @@ impl From<CounterError> for RpcError {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
+    // rpcmux logs through `tracing` (refused connections, TLS failures, slow calls, the
+    // access log under `rpcmux::access`); without a subscriber those lines go nowhere.
+    // This one prints them to stderr, filtered by RUST_LOG (default: info).
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
     let counter = Arc::new(AtomicI64::new(0));
     let mut verbs = VerbTable::new();
 

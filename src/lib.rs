@@ -30,10 +30,18 @@
 //! take them as values ([`VerbBuilder::handler`]).
 //!
 //! Features: `client` (the `client` module), `gateway` (serving the verbs of existing
-//! RPC servers, [`gateway`]; needs `client`), `toml` (`Config::from_toml`), `cli` (the
-//! `rpcmux` binary; on by default, with all three). `default-features = false` is the
-//! server alone.
+//! RPC servers, [`gateway`]; needs `client`), `toml` (`Config::from_toml`),
+//! `events-redis` (events fanned out through Redis), `cli` (the `rpcmux` binary; on by
+//! default, with all of them). `default-features = false` is the server alone. On
+//! docs.rs each feature-gated item is labelled with its feature.
+//!
+//! The library logs through [`tracing`](https://docs.rs/tracing) (refused connections,
+//! TLS failures, slow calls, one line per call under the `rpcmux::access` target) and
+//! installs no subscriber: an embedder that wants those lines installs one, such as
+//! `tracing_subscriber::fmt().with_env_filter(EnvFilter::from_default_env()).init()`
+//! (see `examples/embed.rs`).
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 /// Unit tests allocate as the binary does, so the framer loops in them (`--ignored`)
 /// profile what the server runs.
@@ -68,6 +76,7 @@ pub use server::Server;
 pub use tls::TlsReloader;
 pub use transport::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
 pub use transport::stomp::StompConfig;
+pub use transport::websocket::{WebConfig, WsConfig};
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 
 /// The README's Rust examples, compiled by `cargo test --doc` so they stay true.

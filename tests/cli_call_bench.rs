@@ -493,18 +493,29 @@ fn call_and_bench_over_tls_with_and_without_a_client_certificate() {
         a.extend([addr.as_str(), "whoami"]);
         let r = result(&rpcmux(&a, None), p);
         assert_eq!(r["identity"], pki::CLIENT_CN, "{p}: {r}");
-        // The server requires a client certificate: without one there is no reply.
+        // The server requires a client certificate: without one there is no reply, and
+        // the client says what the server's log says.
         let out = rpcmux(
             &["call", "--proto", p, "--tls-ca", &ca, &addr, "ping"],
             None,
         );
         assert_eq!(out.status.code(), Some(2), "{p}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("probably the server requires a client certificate"),
+            "{p}: {}",
+            text(&out.stderr)
+        );
         // Plaintext is refused too.
         let out = rpcmux(
             &["call", "--proto", p, "--timeout", "5", &addr, "ping"],
             None,
         );
         assert_eq!(out.status.code(), Some(2), "{p}");
+        assert!(
+            text(&out.stderr).contains("probably the server speaks TLS only"),
+            "{p}: {}",
+            text(&out.stderr)
+        );
         let mut a = vec![
             "bench", "--proto", p, "-d", "1", "--warmup", "0", "--json", "-q",
         ];
@@ -520,5 +531,105 @@ fn call_and_bench_over_tls_with_and_without_a_client_certificate() {
     let rogue_ca = pki.path("rogue.pem");
     let out = rpcmux(&["call", "--tls-ca", &rogue_ca, &addr, "ping"], None);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("TLS"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("probably the server's certificate is not signed by a CA in --tls-ca"),
+        "{}",
+        text(&out.stderr)
+    );
+    // A client certificate from a CA the server does not trust.
+    let (rogue, rogue_key) = (pki.path("rogue.pem"), pki.path("rogue.key"));
+    let out = rpcmux(
+        &[
+            "call",
+            "--tls-ca",
+            &ca,
+            "--tls-cert",
+            &rogue,
+            "--tls-key",
+            &rogue_key,
+            &addr,
+            "ping",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("probably the server refused the client certificate"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// The mistakes a newcomer makes get an error that says what probably happened, where
+/// the bare error ("closed by the server", "tls handshake eof") hid it.
+#[test]
+fn call_errors_name_their_probable_cause() {
+    let pki = pki::Pki::new();
+    let ca = pki.path("ca.pem");
+    let plain = Server::start(&[]);
+    let http_only = Server::start(&["--protocol", "http"]);
+    let (plain_addr, http_addr) = (plain.addr.to_string(), http_only.addr.to_string());
+    let stderr = |args: &[&str]| {
+        let out = rpcmux(args, None);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        text(&out.stderr)
+    };
+    for &p in PROTOS {
+        let e = stderr(&["call", "--proto", p, "--tls-ca", &ca, &plain_addr, "ping"]);
+        assert!(
+            e.contains("probably the server does not speak TLS"),
+            "{p}: {e}"
+        );
+    }
+    for p in ["msgpack", "jsonrpc-tcp", "stomp"] {
+        let e = stderr(&["call", "--proto", p, &http_addr, "ping"]);
+        assert!(e.contains(&format!("or does not serve {p}")), "{p}: {e}");
+    }
+    // Nothing listens on a port that was just free.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = stderr(&["call", &format!("127.0.0.1:{port}"), "ping"]);
+    assert!(e.contains("probably nothing listens there"), "{e}");
+    // Addresses that are not HOST:PORT say which forms are.
+    for bad in ["localhost", "localhost:99999", "ftp://localhost:1/"] {
+        let e = stderr(&["call", bad, "ping"]);
+        assert!(
+            e.contains(&format!("`{bad}`")) && e.contains("expected HOST:PORT"),
+            "{e}"
+        );
+    }
+    let e = stderr(&["call", &format!("https://{plain_addr}/"), "ping"]);
+    assert!(e.contains("add --tls-ca"), "{e}");
+    // The URL forms users paste work: ws:// speaks JSON-RPC over WebSocket.
+    for url in [
+        format!("ws://{plain_addr}/"),
+        format!("http://{plain_addr}/RPC2"),
+        format!("tcp://{plain_addr}"),
+    ] {
+        let out = rpcmux(&["call", &url, "echo", "hi"], None);
+        assert_eq!(result(&out, &url), serde_json::json!("hi"), "{url}");
+    }
+    let out = rpcmux(&["call", &format!("ws://{plain_addr}/"), "whoami"], None);
+    assert_eq!(result(&out, "ws whoami")["protocol"], "jsonrpc-ws");
+}
+
+/// A taken address is named, with what to do about it.
+#[test]
+fn serve_names_the_address_it_cannot_listen_on() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = rpcmux(&["serve", "--listen", &addr], None);
+    assert_eq!(out.status.code(), Some(1));
+    let e = text(&out.stderr);
+    assert!(e.contains(&format!("cannot listen: {addr}: ")), "{e}");
+    assert!(e.contains("choose another address with --listen"), "{e}");
 }

@@ -182,3 +182,34 @@ fn several_listeners_ipv4_and_ipv6_and_a_config_file() {
         assert_eq!(ping_tcp(*a)["result"], true);
     }
 }
+
+/// Clients that sit idle on stream connections do not hold up the exit: a connection
+/// that wrote nothing lately closes at once, without waiting for the client's EOF.
+#[test]
+fn idle_stream_connections_do_not_delay_the_exit() {
+    let mut srv = Server::start(&[]);
+    let mut idle = Vec::new();
+    for _ in 0..4 {
+        let mut s = connect(srv.addr);
+        s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\n")
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(s.try_clone().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains("\"result\":true"), "{line}");
+        idle.push(s);
+    }
+    // Longer than the linger that protects a reply just written.
+    std::thread::sleep(Duration::from_millis(700));
+    let start = Instant::now();
+    srv.sigterm();
+    let status = srv.wait_exit(Duration::from_secs(5));
+    assert!(status.success(), "{status}");
+    assert!(
+        start.elapsed() < Duration::from_millis(450),
+        "exit took {:?} with idle clients",
+        start.elapsed()
+    );
+    drop(idle);
+}

@@ -164,7 +164,7 @@ fn keep_alive_and_http10() {
         let text = String::from_utf8_lossy(&buf[..n]);
         assert!(text.starts_with("HTTP/1.1 200"), "{text}");
         assert!(
-            text.ends_with(r#"{"jsonrpc":"2.0","result":true,"id":1}"#),
+            text.ends_with("{\"jsonrpc\":\"2.0\",\"result\":true,\"id\":1}\n"),
             "{text}"
         );
     }

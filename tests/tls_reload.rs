@@ -100,7 +100,7 @@ fn try_tls(
             .add(CertificateDer::from_pem_slice(pem.as_bytes()).unwrap())
             .unwrap();
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let builder = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .unwrap()

@@ -13,7 +13,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Protocol to speak.
-    #[arg(long, value_enum, default_value = "jsonrpc-tcp")]
+    #[arg(long, alias = "protocol", value_enum, default_value = "jsonrpc-tcp")]
     proto: ClientProto,
     /// Connections to open.
     #[arg(short = 'c', long, default_value_t = 1)]
@@ -63,7 +63,7 @@ pub struct BenchArgs {
     /// No progress lines.
     #[arg(short = 'q', long)]
     quiet: bool,
-    /// Server address, HOST:PORT.
+    /// Server address, HOST:PORT (or tcp://HOST:PORT, http://HOST:PORT/PATH).
     addr: String,
 }
 
@@ -80,9 +80,10 @@ fn secs(name: &str, s: f64, zero_ok: bool) -> Result<Duration, String> {
 }
 
 fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
+    let target = super::target::parse(&a.addr)?;
     Ok(BenchConfig {
         proto: a.proto,
-        addr: a.addr.clone(),
+        addr: target.addr,
         connections: a.connections,
         pipeline: a.pipeline,
         duration: secs("duration", a.duration, false)?,
@@ -91,6 +92,7 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
         opts: ConnectOpts {
             timeout: secs("timeout", a.timeout, false)?,
             tls: a.tls.opts(),
+            http_path: target.path,
             ..ConnectOpts::default()
         },
         echo_server: a.echo_server,

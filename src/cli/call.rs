@@ -6,7 +6,7 @@
 //! TLS `--tls-cert`/`--tls-key`) puts TLS under any protocol.
 
 use clap::Args;
-use rpcmux::client::{Client, ClientProto, ConnectOpts};
+use rpcmux::client::{Client, ClientError, ClientProto, ConnectOpts};
 use rpcmux::{Map, Params, Value};
 use std::io::Read;
 use std::path::PathBuf;
@@ -15,9 +15,9 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct CallArgs {
-    /// Protocol to speak.
-    #[arg(long, value_enum, default_value = "jsonrpc")]
-    proto: ClientProto,
+    /// Protocol to speak [default: jsonrpc, or jsonrpc-ws for a ws:// or wss:// URL].
+    #[arg(long, alias = "protocol", value_enum)]
+    proto: Option<ClientProto>,
     /// Seconds to wait for the connection and for the reply.
     #[arg(long, value_name = "SECS", default_value_t = 30.0)]
     timeout: f64,
@@ -32,7 +32,8 @@ pub struct CallArgs {
         conflicts_with = "args"
     )]
     file: Option<PathBuf>,
-    /// Server address, HOST:PORT (for HTTP protocols also http://HOST:PORT/PATH).
+    /// Server address: HOST:PORT, or a URL: http://HOST:PORT/PATH, ws://HOST:PORT/PATH
+    /// (https:// and wss:// with --tls-ca).
     addr: String,
     /// Method to call, e.g. `echo` or `VM.create`.
     method: String,
@@ -44,7 +45,7 @@ pub struct CallArgs {
 
 pub fn run(a: CallArgs) -> ExitCode {
     match prepare(&a) {
-        Ok((addr, opts, params)) => {
+        Ok((proto, addr, opts, params)) => {
             let rt = match tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
@@ -52,7 +53,7 @@ pub fn run(a: CallArgs) -> ExitCode {
                 Ok(rt) => rt,
                 Err(e) => return fail(&format!("cannot start runtime: {e}")),
             };
-            rt.block_on(call(a.proto, &addr, opts, &a.method, params))
+            rt.block_on(call(proto, &addr, opts, &a.method, params))
         }
         Err(e) => fail(&e),
     }
@@ -65,9 +66,10 @@ async fn call(
     method: &str,
     params: Params,
 ) -> ExitCode {
+    let tls = opts.tls.as_ref().map(|t| t.client_cert.is_some());
     let client = match Client::connect(proto, addr, opts).await {
         Ok(c) => c,
-        Err(e) => return fail(&e.to_string()),
+        Err(e) => return fail(&explain(&e, proto, tls)),
     };
     match client.call(method, params).await {
         Ok(Ok(v)) => {
@@ -81,8 +83,66 @@ async fn call(
             }
             ExitCode::from(1)
         }
-        Err(e) => fail(&e.to_string()),
+        Err(e) => fail(&explain(&e, proto, tls)),
     }
+}
+
+/// The error, and on a second line what probably caused it: the client sees only a
+/// closed connection or a TLS alert where the server's log names the cause. `tls` is
+/// `Some(has a client certificate)` when the call went over TLS.
+fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
+    let text = e.to_string();
+    let alert = |name: &str| text.contains(&format!("alert: {name}"));
+    let closed = matches!(e, ClientError::Closed(_) | ClientError::NotSent(_))
+        || matches!(e, ClientError::Connect(m) if m.contains("closed"));
+    let hint = match tls {
+        _ if text.contains("Connection refused") => {
+            "nothing listens there: is `rpcmux serve` running, on that address?".to_string()
+        }
+        Some(false) if alert("CertificateRequired") => "the server requires a client \
+            certificate: add --tls-cert FILE --tls-key FILE, signed by the CA of the \
+            server's --tls-client-ca"
+            .into(),
+        Some(true)
+            if [
+                "UnknownCA",
+                "BadCertificate",
+                "UnsupportedCertificate",
+                "CertificateUnknown",
+                "DecryptError",
+            ]
+            .into_iter()
+            .any(alert) =>
+        {
+            "the server refused the client certificate: is it signed by the CA of the \
+             server's --tls-client-ca?"
+                .into()
+        }
+        Some(_) if text.contains("UnknownIssuer") => {
+            "the server's certificate is not signed by a CA in --tls-ca".into()
+        }
+        Some(_) if text.contains("not valid for name") || text.contains("NotValidForName") => {
+            "the server's certificate does not \
+            carry the host name dialled: give the name it carries with --tls-server-name"
+                .into()
+        }
+        Some(_)
+            if text.contains("TLS handshake: ")
+                && ["eof", "reset by peer", "InvalidContentType"]
+                    .iter()
+                    .any(|t| text.contains(t)) =>
+        {
+            "the server does not speak TLS: leave out --tls-ca (or serve TLS with \
+             --tls-cert and --tls-key)"
+                .into()
+        }
+        None if closed => format!(
+            "the server speaks TLS only (add --tls-ca FILE), or does not serve {proto} \
+             (see its --protocol); its log names the cause"
+        ),
+        _ => return text,
+    };
+    format!("{text}\nrpcmux call: probably {hint}")
 }
 
 fn fail(msg: &str) -> ExitCode {
@@ -94,8 +154,8 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_else(|e| format!("<unprintable: {e}>"))
 }
 
-/// The address to dial, the options, and the params, from the command line.
-fn prepare(a: &CallArgs) -> Result<(String, ConnectOpts, Params), String> {
+/// The protocol, the address to dial, the options, and the params, from the command line.
+fn prepare(a: &CallArgs) -> Result<(ClientProto, String, ConnectOpts, Params), String> {
     let timeout = Duration::try_from_secs_f64(a.timeout)
         .ok()
         .filter(|d| !d.is_zero())
@@ -110,21 +170,20 @@ fn prepare(a: &CallArgs) -> Result<(String, ConnectOpts, Params), String> {
         tls: a.tls.opts(),
         ..ConnectOpts::default()
     };
-    let addr = match a.addr.strip_prefix("http://") {
-        Some(rest) => {
-            let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-            if !path.is_empty() {
-                opts.http_path = Some(format!("/{path}"));
-            }
-            host.to_string()
-        }
-        None => a.addr.clone(),
-    };
+    let target = super::target::parse(&a.addr)?;
+    if target.tls && opts.tls.is_none() {
+        return Err(format!(
+            "`{}` is a TLS URL: add --tls-ca FILE, the CA that signed the server's certificate",
+            a.addr
+        ));
+    }
+    opts.http_path = target.path;
+    let proto = a.proto.or(target.proto).unwrap_or(ClientProto::Jsonrpc);
     let params = match &a.file {
         Some(path) => params_from_json(&read_file(path)?)?,
         None => params_from_args(&a.args)?,
     };
-    Ok((addr, opts, params))
+    Ok((proto, target.addr, opts, params))
 }
 
 fn read_file(path: &PathBuf) -> Result<String, String> {

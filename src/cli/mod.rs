@@ -6,10 +6,11 @@ mod call;
 mod log;
 mod ops;
 mod serve;
+mod target;
 mod tls_args;
 mod web_args;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -28,18 +29,112 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
+    #[command(
+        after_help = "Exit status: 0 after a graceful shutdown (SIGTERM, SIGINT); 1 when it \
+        cannot start (an address taken, bad TLS files, an upstream down); 2 on a bad command \
+        line or config file."
+    )]
     Serve(serve::ServeArgs),
     /// Call one method and print the result (any protocol).
+    #[command(
+        after_help = "Exit status: 0 with the result as JSON on stdout; 1 on an error \
+        reply (`error CODE: MESSAGE` on stderr); 2 with no reply (cannot connect, timeout, \
+        connection closed, bad reply) or a bad command line."
+    )]
     Call(call::CallArgs),
     /// Load-test a server (any protocol): calls/s, latency percentiles, errors.
+    #[command(
+        after_help = "Exit status: 0 when the run finished, whatever its error count \
+        (read it from the summary); 2 when it could not run."
+    )]
     Bench(bench::BenchArgs),
 }
 
+/// The command line with the `serve` defaults written into its help.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommand("serve", |mut serve| {
+        for (id, default) in serve::help_defaults() {
+            serve = serve.mut_arg(id, |arg| {
+                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+                let long = arg.get_long_help().map(ToString::to_string);
+                let arg = arg.help(format!("{help} [default: {default}]"));
+                match long {
+                    Some(long) => arg.long_help(format!("{long}\n\n[default: {default}]")),
+                    None => arg,
+                }
+            });
+        }
+        serve
+    })
+}
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Call(args) => call::run(args),
         Command::Bench(args) => bench::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Options that have no default to show: a file, a network list, a server to front.
+    const NO_DEFAULT: &[&str] = &[
+        "config",
+        "tls_cert",
+        "tls_key",
+        "tls_client_ca",
+        "proxy_from",
+        "upstreams",
+        "allow_origin",
+        "allow_host",
+    ];
+
+    #[test]
+    fn every_serve_option_with_a_value_shows_its_default() {
+        let mut cmd = command();
+        cmd.build();
+        let serve = cmd.find_subcommand("serve").unwrap();
+        let mut missing = Vec::new();
+        for arg in serve.get_arguments() {
+            let id = arg.get_id().as_str();
+            if arg.is_positional() || !arg.get_action().takes_values() || NO_DEFAULT.contains(&id) {
+                continue;
+            }
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let shown = !arg.get_default_values().is_empty() || help.contains("[default: ");
+            if !shown {
+                missing.push(id.to_string());
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "serve options without a default in --help: {missing:?}"
+        );
+        let help = serve.clone().render_long_help().to_string();
+        assert!(help.contains("[default: 10000]"), "{help}");
+        assert!(help.contains("[default: 16777216 (16 MiB)]"), "{help}");
+    }
+
+    #[test]
+    fn each_subcommand_help_gives_its_exit_statuses() {
+        let mut cmd = command();
+        for name in ["serve", "call", "bench"] {
+            let help = cmd
+                .find_subcommand_mut(name)
+                .unwrap()
+                .render_long_help()
+                .to_string();
+            assert!(help.contains("Exit status: 0"), "{name}: {help}");
+        }
+        let call = cmd
+            .find_subcommand_mut("call")
+            .unwrap()
+            .render_long_help()
+            .to_string();
+        assert!(call.contains("needs --tls-key and --tls-ca"), "{call}");
     }
 }

@@ -12,7 +12,6 @@ use std::process::ExitCode;
 pub struct ServeArgs {
     /// Address to listen on (repeatable; HOST:PORT, IPv4:PORT or [IPv6]:PORT; a name is
     /// resolved at startup and each of its addresses bound; port 0 picks a free port).
-    /// Default 127.0.0.1:54321.
     #[arg(long = "listen", short = 'l', value_name = "ADDR")]
     listen: Vec<String>,
     /// TOML config file with the same settings (see docs/config.md).
@@ -21,8 +20,10 @@ pub struct ServeArgs {
     /// Do not register the built-in demo verbs.
     #[arg(long)]
     no_demo: bool,
-    /// Protocols to detect (repeatable; default all).
-    #[arg(long = "protocol", value_enum, value_name = "PROTO")]
+    /// Protocols to detect (repeatable): http (XML-RPC, JSON-RPC and msgpack bodies over
+    /// HTTP, and WebSocket), jsonrpc-tcp, msgpack, stomp. The names of `rpcmux call
+    /// --proto` are taken too: xmlrpc, jsonrpc, jsonrpc-ws and stomp-ws mean http.
+    #[arg(long = "protocol", alias = "proto", value_name = "PROTO", value_parser = parse_proto)]
     protocols: Vec<Proto>,
     /// Open sockets at most; more are accepted and closed at once.
     #[arg(long)]
@@ -75,19 +76,18 @@ pub struct ServeArgs {
     /// Event subscriptions per connection at most.
     #[arg(long)]
     max_subscriptions: Option<usize>,
-    /// Bytes of replies and events queued for clients in the whole process (default
-    /// 256 MiB); past it big replies become error -32006 until clients read.
+    /// Bytes of replies and events queued for clients in the whole process; past it
+    /// big replies become error -32006 until clients read.
     #[arg(long, value_name = "BYTES")]
     max_total_output: Option<usize>,
-    /// Seconds output may wait for a peer that reads nothing before it is closed
-    /// (default 60).
+    /// Seconds output may wait for a peer that reads nothing before it is closed.
     #[arg(long, value_name = "SECS")]
     send_timeout: Option<f64>,
     /// Calls one request may start: JSON-RPC batch members with the system.multicall
-    /// calls they carry (default 10000).
+    /// calls they carry.
     #[arg(long)]
     max_calls_per_request: Option<usize>,
-    /// Worker threads (default: one per core).
+    /// Worker threads.
     #[arg(long)]
     threads: Option<usize>,
     /// PEM certificate chain for TLS on the same port (leaf first).
@@ -101,10 +101,9 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     tls_client_ca: Option<PathBuf>,
     /// off, optional (TLS and plaintext on one port) or required (plaintext refused).
-    /// Default: optional when a certificate is given, else off.
     #[arg(long = "tls", value_enum, value_name = "MODE")]
     tls_mode: Option<TlsMode>,
-    /// Seconds a TLS handshake may take (default 10).
+    /// Seconds a TLS handshake may take.
     #[arg(long, value_name = "SECS")]
     tls_handshake_timeout: Option<f64>,
     /// Network (CIDR) allowed to send a PROXY v1/v2 header first, i.e. your load
@@ -120,10 +119,10 @@ pub struct ServeArgs {
     #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::gateway::UpstreamConfig::from_flag)]
     upstreams: Vec<rpcmux::gateway::UpstreamConfig>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
-    /// (see docs/fleet.md). Default: events stay in this process.
+    /// (see docs/fleet.md).
     #[arg(long = "events", value_name = "URL")]
     events: Option<String>,
-    /// The pub/sub channel of this fleet (default rpcmux.events).
+    /// The pub/sub channel of this fleet.
     #[arg(long = "events-channel", value_name = "NAME")]
     events_channel: Option<String>,
     #[command(flatten)]
@@ -145,18 +144,107 @@ struct OpsArgs {
     /// Serve /metrics on this address only, not on the RPC port.
     #[arg(long, value_name = "ADDR")]
     metrics_listen: Option<SocketAddr>,
-    /// The level of the one line logged per call (target rpcmux::access; default debug).
+    /// The level of the one line logged per call (target rpcmux::access).
     #[arg(long, value_enum, value_name = "LEVEL")]
     access_log: Option<rpcmux::AccessLevel>,
-    /// Seconds past which a call is logged at warn (default 1).
+    /// Seconds past which a call is logged at warn.
     #[arg(long, value_name = "SECS")]
     slow_call: Option<f64>,
-    /// Seconds /ready answers 503 before the listeners close at shutdown (default 0).
+    /// Seconds /ready answers 503 before the listeners close at shutdown.
     #[arg(long, value_name = "SECS")]
     drain_delay: Option<f64>,
     /// Log lines as text (default) or as one JSON object each, for log shippers.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
     log_format: super::log::Format,
+}
+
+/// `--protocol`: the server's names, and the client's (`call --proto`) for the same
+/// protocols, so one name works on both sides.
+fn parse_proto(name: &str) -> Result<Proto, String> {
+    Ok(match name {
+        "http" | "xmlrpc" | "jsonrpc" | "jsonrpc-ws" | "stomp-ws" => Proto::Http,
+        "jsonrpc-tcp" => Proto::JsonrpcTcp,
+        "msgpack" => Proto::Msgpack,
+        "stomp" => Proto::Stomp,
+        _ => {
+            return Err(
+                "expected http, jsonrpc-tcp, msgpack or stomp (or xmlrpc, jsonrpc, jsonrpc-ws, \
+                 stomp-ws: all served by http)"
+                    .into(),
+            )
+        }
+    })
+}
+
+/// `[default: ...]` for every `serve` option that has one, read from `Config::default()`
+/// so the help cannot drift from the code (the flags are `Option`s, so that a flag
+/// overrides the config file only when given: clap cannot show these itself).
+pub fn help_defaults() -> Vec<(&'static str, String)> {
+    let c = Config::default();
+    let (l, w, o) = (&c.limits, &c.websocket, &c.ops);
+    let bytes = |n: usize| match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{n} ({} MiB)", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{n} ({} KiB)", n >> 10),
+        n => n.to_string(),
+    };
+    let listen: Vec<String> = c.listen.iter().map(ToString::to_string).collect();
+    let access = match o.access_log {
+        rpcmux::AccessLevel::Off => "off",
+        rpcmux::AccessLevel::Debug => "debug",
+        rpcmux::AccessLevel::Info => "info",
+    };
+    vec![
+        ("listen", listen.join(", ")),
+        ("protocols", "all".into()),
+        ("max_connections", l.max_connections.to_string()),
+        ("max_sniffing", l.max_sniffing.to_string()),
+        ("sniff_timeout", l.sniff_timeout.to_string()),
+        ("idle_timeout", l.idle_timeout.to_string()),
+        ("max_in_flight", l.max_in_flight.to_string()),
+        ("max_body", bytes(l.max_body)),
+        ("max_frame", bytes(l.max_frame)),
+        ("shutdown_timeout", l.shutdown_timeout.to_string()),
+        (
+            "max_connections_per_ip",
+            l.max_connections_per_ip.to_string(),
+        ),
+        ("max_sniffing_per_ip", l.max_sniffing_per_ip.to_string()),
+        ("max_batch", l.max_batch.to_string()),
+        ("max_reply", bytes(l.max_reply)),
+        ("max_in_flight_bytes", bytes(l.max_in_flight_bytes)),
+        (
+            "max_total_in_flight_bytes",
+            bytes(l.max_total_in_flight_bytes),
+        ),
+        ("body_timeout", l.body_timeout.to_string()),
+        ("min_body_rate", bytes(l.min_body_rate)),
+        ("max_subscriptions", l.max_subscriptions.to_string()),
+        ("max_total_output", bytes(l.max_total_output)),
+        ("send_timeout", l.send_timeout.to_string()),
+        ("max_calls_per_request", l.max_calls_per_request.to_string()),
+        ("threads", "one per core".into()),
+        ("tls_mode", "optional with --tls-cert, else off".into()),
+        ("tls_handshake_timeout", c.tls.handshake_timeout.to_string()),
+        ("events", "none: events stay in this process".into()),
+        ("events_channel", c.events.channel.clone()),
+        ("metrics_listen", "the RPC port".into()),
+        (
+            "metrics_from",
+            o.metrics_from
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        ("access_log", access.into()),
+        ("slow_call", o.slow_call.to_string()),
+        ("drain_delay", o.drain_delay.to_string()),
+        ("ws_max_message", bytes(w.max_message)),
+        ("ws_max_frame", bytes(w.max_frame)),
+        ("ws_max_fragments", w.max_fragments.to_string()),
+        ("ws_ping_interval", w.ping_interval.to_string()),
+        ("ws_pong_timeout", w.pong_timeout.to_string()),
+    ]
 }
 
 impl OpsArgs {
@@ -310,6 +398,12 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("rpcmux: cannot listen: {e}");
+                if e.kind() == std::io::ErrorKind::AddrInUse {
+                    eprintln!(
+                        "rpcmux: another process (another rpcmux serve?) listens there; \
+                         choose another address with --listen HOST:PORT (port 0 picks a free one)"
+                    );
+                }
                 return ExitCode::FAILURE;
             }
         };

@@ -9,7 +9,7 @@ pub struct TlsArgs {
     /// Speak TLS, verifying the server against the CA certificate(s) in this PEM file.
     #[arg(long, value_name = "FILE")]
     tls_ca: Option<PathBuf>,
-    /// Client certificate (PEM) for mutual TLS; needs --tls-key.
+    /// Client certificate (PEM) for mutual TLS; needs --tls-key and --tls-ca.
     #[arg(long, value_name = "FILE", requires = "tls_key", requires = "tls_ca")]
     tls_cert: Option<PathBuf>,
     /// Private key (PEM) of --tls-cert.

@@ -13,7 +13,7 @@ use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use rpcmux_value::Params;
 use std::sync::atomic::{AtomicU32, Ordering};
-use tokio::sync::Mutex;
+use tokio::sync::{watch, Mutex};
 use tokio::task::JoinHandle;
 
 const AGENT: &str = concat!("rpcmux/", env!("CARGO_PKG_VERSION"));
@@ -22,6 +22,10 @@ pub(crate) struct HttpClient {
     proto: ClientProto,
     sender: Mutex<http1::SendRequest<Full<Bytes>>>,
     conn: JoinHandle<()>,
+    /// Why hyper's connection task ended (its error and causes), once it has: a request
+    /// it fails only says "canceled" or "connection closed", the TLS alert that was the
+    /// cause ("CertificateRequired") is here.
+    ended: watch::Receiver<Option<String>>,
     host: String,
     path: String,
     max_reply: usize,
@@ -39,10 +43,16 @@ impl HttpClient {
             .await
             .map_err(|e| ClientError::Connect(format!("HTTP: {e}")))?;
         // The connection future does the socket I/O; it ends when the sender is dropped.
+        let (end, ended) = watch::channel(None);
         let conn = tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "HTTP client connection ended");
-            }
+            let why = match conn.await {
+                Ok(()) => String::new(),
+                Err(e) => {
+                    tracing::debug!(error = %e, "HTTP client connection ended");
+                    causes(&e)
+                }
+            };
+            end.send_replace(Some(why));
         });
         let path = opts.http_path.clone().unwrap_or_else(|| {
             if proto == ClientProto::Xmlrpc {
@@ -56,6 +66,7 @@ impl HttpClient {
             proto,
             sender: Mutex::new(sender),
             conn,
+            ended,
             host: host.to_string(),
             path,
             max_reply: opts.max_reply,
@@ -92,19 +103,24 @@ impl HttpClient {
             .map_err(|e| ClientError::Unsupported(format!("bad request: {e}")))?;
         let (status, body) = {
             let mut sender = self.sender.lock().await;
-            sender
-                .ready()
-                .await
-                .map_err(|e| ClientError::NotSent(e.to_string()))?;
+            if let Err(e) = sender.ready().await {
+                return Err(ClientError::NotSent(self.why(e).await));
+            }
             // `try_send_request` hands the request back when hyper never wrote it (the
             // connection closed meanwhile): that failure is safe to retry elsewhere.
-            let resp = sender.try_send_request(req).await.map_err(|e| {
-                if e.message().is_some() {
-                    ClientError::NotSent(e.into_error().to_string())
-                } else {
-                    hyper_err(e.into_error())
+            let resp = match sender.try_send_request(req).await {
+                Ok(resp) => resp,
+                Err(e) if e.message().is_some() => {
+                    return Err(ClientError::NotSent(self.why(e.into_error()).await))
                 }
-            })?;
+                Err(e) => {
+                    let e = e.into_error();
+                    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
+                        return Err(ClientError::Closed(self.why(e).await));
+                    }
+                    return Err(ClientError::Io(std::io::Error::other(self.why(e).await)));
+                }
+            };
             let status = resp.status();
             let body = Limited::new(resp.into_body(), self.max_reply)
                 .collect()
@@ -130,11 +146,34 @@ impl HttpClient {
     }
 }
 
-fn hyper_err(e: hyper::Error) -> ClientError {
-    if e.is_closed() || e.is_incomplete_message() || e.is_canceled() {
-        ClientError::Closed(e.to_string())
-    } else {
-        ClientError::Io(std::io::Error::other(e))
+/// `e` and its causes, `: `-separated (hyper's own text is often just "connection error").
+fn causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+impl HttpClient {
+    /// `e`, a request's failure, with the connection's own error when it has one: the
+    /// connection task is ending as the request fails, so it is given a moment.
+    async fn why(&self, e: hyper::Error) -> String {
+        let mut ended = self.ended.clone();
+        let wait = ended.wait_for(Option::is_some);
+        let conn = match tokio::time::timeout(std::time::Duration::from_millis(200), wait).await {
+            Ok(Ok(why)) => why.clone().unwrap_or_default(),
+            _ => String::new(),
+        };
+        // An error with a cause of its own names it already; "canceled" does not.
+        if conn.is_empty() || std::error::Error::source(&e).is_some() {
+            causes(&e)
+        } else {
+            format!("{e}: {conn}")
+        }
     }
 }
 

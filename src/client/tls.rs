@@ -1,9 +1,9 @@
-//! TLS under any protocol (rustls, ring, as the server): the server is verified against
+//! TLS under any protocol (rustls, aws-lc-rs, as the server): the server is verified against
 //! a CA file (no system roots: rpcmux deployments use their own CA, as VDSM's do), and
 //! a client certificate can be presented for mutual TLS.
 
 use super::{ClientError, ClientProto};
-use rustls::crypto::ring;
+use rustls::crypto::aws_lc_rs;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
@@ -42,7 +42,7 @@ fn config(opts: &TlsOpts, proto: ClientProto) -> Result<ClientConfig, ClientErro
     if roots.is_empty() {
         return Err(bad(ca, "no CA certificate in it"));
     }
-    let builder = ClientConfig::builder_with_provider(Arc::new(ring::default_provider()))
+    let builder = ClientConfig::builder_with_provider(Arc::new(aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| bad("setup", e))?
         .with_root_certificates(roots);

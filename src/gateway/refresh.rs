@@ -43,6 +43,28 @@ pub(super) struct Served {
     failures: AtomicU64,
 }
 
+/// Why an upstream's verbs could not be learned at startup. One that is down says so,
+/// naming its URL once; the `methods` hint is for one that answers but cannot list them.
+fn startup_failure(name: &str, e: &rpcmux_value::RpcError) -> String {
+    if e.code != super::ERR_UPSTREAM_UNREACHABLE {
+        return format!(
+            "upstream {name}: cannot learn its verbs: {} ({}); an upstream that cannot \
+             list them needs a `methods` list in its [[upstream]] table",
+            e.message, e.code
+        );
+    }
+    let why = e
+        .message
+        .strip_prefix(&format!("upstream {name} unreachable: "));
+    let why = why.unwrap_or(&e.message);
+    // Without a prefix the name is the URL, which each address's reason starts with.
+    let why = why.strip_prefix(&format!("{name}: ")).unwrap_or(why);
+    format!(
+        "upstream {name} is down: {why}; its verbs are learned at startup, so start it \
+         before rpcmux (or check the URL)"
+    )
+}
+
 impl UpstreamRefresher {
     /// Discover every upstream (in order) and register its verbs in `table`'s changing
     /// set. Startup: an upstream whose verbs cannot be learned is an error.
@@ -59,13 +81,7 @@ impl UpstreamRefresher {
         for ((up, c), target) in upstreams.iter().zip(&targets) {
             let (found, source) = discover::discover(up, &c.methods, false)
                 .await
-                .map_err(|e| {
-                    GatewayError(format!(
-                        "upstream {}: cannot learn its verbs: {} ({}); an upstream that cannot \
-                         list them needs a `methods` list in its [[upstream]] table",
-                        up.name, e.message, e.code
-                    ))
-                })?;
+                .map_err(|e| GatewayError(startup_failure(&up.name, &e)))?;
             let (set, skipped) = build(up, target, c, found, &taken, &VerbSet::default());
             for name in &skipped {
                 tracing::warn!(upstream = %up.name, verb = %name, "upstream verb not served: the name is taken");

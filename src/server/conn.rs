@@ -221,8 +221,10 @@ async fn sniff_once(io: &mut Conn, info: &ConnInfo, shared: &Shared) -> Option<(
         }
         Ok(Ok(Decision::Found(d))) => Some((d, buf.freeze())),
         Ok(Ok(_)) => {
-            let head = String::from_utf8_lossy(&buf[..buf.len().min(32)]).into_owned();
-            let detail = format!("unknown protocol, starting {head:?}");
+            // Escaped byte by byte (`\x93\x00`): binary protocols are the common case,
+            // and a lossy UTF-8 view would show them as U+FFFD and raw control bytes.
+            let head = buf[..buf.len().min(32)].escape_ascii();
+            let detail = format!("unknown protocol, starting \"{head}\"");
             shared
                 .refusals
                 .refuse(Refusal::UnknownProtocol, info.peer, &detail);

@@ -13,7 +13,13 @@ use tokio_util::task::TaskTracker;
 
 /// Bind with SO_REUSEADDR, IPV6_V6ONLY for v6 addresses, and the configured backlog
 /// (VDSM used 5; a burst of clients then saw refused connections).
+/// An error names the address: a server binds several, and "Address already in use"
+/// alone does not say which.
 pub fn bind(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+    bind_socket(addr, backlog).map_err(|e| io::Error::new(e.kind(), format!("{addr}: {e}")))
+}
+
+fn bind_socket(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     socket.set_reuse_address(true)?;
     if addr.is_ipv6() {

@@ -3,7 +3,7 @@
 //! `rpcmux serve` refusing to start.
 
 use crate::config::TlsConfig;
-use rustls::crypto::{ring, CryptoProvider};
+use rustls::crypto::{aws_lc_rs, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -28,8 +28,8 @@ pub fn server_config(cfg: &TlsConfig) -> io::Result<(ServerConfig, CertificateDe
     let leaf = chain[0].clone();
     let key = PrivateKeyDer::from_pem_slice(&read_pem(key_path, "key")?)
         .map_err(|e| bad(format!("TLS key {}: {e}", key_path.display())))?;
-    // Explicitly ring: no process-wide default provider to install or race on.
-    let provider = Arc::new(ring::default_provider());
+    // Named here, not installed process-wide: no default provider to install or race on.
+    let provider = Arc::new(aws_lc_rs::default_provider());
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| bad(format!("TLS: {e}")))?;

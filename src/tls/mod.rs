@@ -1,4 +1,4 @@
-//! TLS on the shared port (rustls, ring provider).
+//! TLS on the shared port (rustls, aws-lc-rs provider).
 //!
 //! A connection whose first byte is 0x16 (a TLS handshake record) gets a rustls
 //! handshake with its own deadline; the decrypted stream is then sniffed again from

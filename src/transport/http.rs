@@ -558,13 +558,13 @@ async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode,
     let size = body.len();
     let incoming = match super::jsonrpc::parse(body, &bounds, &shared.verbs).await {
         Ok(i) => i,
-        Err(e) => return (StatusCode::OK, super::jsonrpc::error_body(&e)),
+        Err(e) => return (StatusCode::OK, line(super::jsonrpc::error_body(&e))),
     };
     let ctx = info.call_context("jsonrpc-http", shared);
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
     if super::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out).await {
-        (StatusCode::OK, out)
+        (StatusCode::OK, line(out))
     } else if is_batch {
         // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
         (StatusCode::NO_CONTENT, Vec::new())
@@ -576,7 +576,14 @@ async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode,
 }
 
 fn json(status: StatusCode, body: Vec<u8>) -> Reply {
-    with_type(status, body.into(), "application/json")
+    with_type(status, line(body).into(), "application/json")
+}
+
+/// A JSON reply ends in a newline, as curl users (and their shell prompt) expect; JSON
+/// parsers take it as whitespace.
+fn line(mut body: Vec<u8>) -> Vec<u8> {
+    body.push(b'\n');
+    body
 }
 
 fn text(status: StatusCode, body: &str) -> Reply {

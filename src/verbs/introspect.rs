@@ -4,12 +4,16 @@ use super::output::Output;
 use super::table::Reply;
 use super::{Args, CallContext, VerbTable};
 use rpcmux_value::{RpcError, Value};
+use serde_json::json;
 
 pub(super) fn register(t: &mut VerbTable) {
     t.verb("system.listMethods")
         .returns("array")
         .help("List the names of every callable method.")
-        .builtin(list_methods);
+        .builtin_returning(
+            list_methods,
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
     t.verb("system.methodHelp")
         .typed_param("method", "string", false)
         .returns("string")
@@ -19,7 +23,13 @@ pub(super) fn register(t: &mut VerbTable) {
         .typed_param("method", "string", false)
         .returns("array")
         .help("Return a method's signatures: [[return type, param types...]].")
-        .builtin(method_signature);
+        .builtin_returning(
+            method_signature,
+            json!({
+                "type": "array",
+                "items": {"type": "array", "items": {"type": "string"}, "minItems": 1}
+            }),
+        );
 }
 
 fn ready(r: Result<Value, RpcError>) -> Reply {

@@ -8,6 +8,7 @@ use super::table::Reply;
 use super::{Args, CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{vstruct, Params, RpcError, Value};
+use serde_json::json;
 
 /// Concurrent calls per multicall.
 pub const PARALLEL: usize = 32;
@@ -15,9 +16,39 @@ pub const PARALLEL: usize = 32;
 pub(super) fn register(t: &mut VerbTable) {
     t.verb("system.multicall")
         .typed_param("calls", "array", false)
+        .param_schema(json!({
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "methodName": {"type": "string"},
+                    "params": {"type": "array", "items": {}}
+                },
+                "required": ["methodName"]
+            }
+        }))
         .returns("array")
         .help("Run an array of {methodName, params} calls; return [result] or a fault struct for each, in order.")
-        .builtin(multicall);
+        .builtin_returning(
+            multicall,
+            json!({
+                "type": "array",
+                "items": {
+                    "oneOf": [
+                        {"title": "result", "type": "array", "items": {}, "minItems": 1, "maxItems": 1},
+                        {
+                            "title": "fault",
+                            "type": "object",
+                            "properties": {
+                                "faultCode": {"type": "integer"},
+                                "faultString": {"type": "string"}
+                            },
+                            "required": ["faultCode", "faultString"]
+                        }
+                    ]
+                }
+            }),
+        );
 }
 
 fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {

@@ -102,7 +102,8 @@ pub(crate) fn schema_of_kind(kind: &str) -> Json {
         "string" => json!({ "type": "string" }),
         "dateTime.iso8601" => json!({ "type": "string", "format": "date-time" }),
         "base64" => json!({ "type": "string", "contentEncoding": "base64" }),
-        "array" => json!({ "type": "array" }),
+        // Items of any type, said outright: code generators fail on an array without.
+        "array" => json!({ "type": "array", "items": {} }),
         "struct" => json!({ "type": "object" }),
         _ => json!({}),
     }

@@ -858,6 +858,20 @@ impl VerbBuilder<'_> {
         self.finish(Run::Builtin(f), None);
     }
 
+    /// The precise schema of the parameter declared last, where its XML-RPC type name
+    /// says only "array": code generators need an array's `items`.
+    pub(crate) fn param_schema(mut self, schema: serde_json::Value) -> Self {
+        if let Some(p) = self.params.last_mut() {
+            p.schema = schema;
+        }
+        self
+    }
+
+    /// [`builtin`](Self::builtin), with the precise schema of its result.
+    pub(crate) fn builtin_returning(self, f: Builtin, result: serde_json::Value) {
+        self.finish(Run::Builtin(f), Some(result));
+    }
+
     fn finish(self, run: Run, result: Option<serde_json::Value>) {
         self.table.claim(&self.name);
         // Verbs live for the life of the process; leaking the short name list lets
