@@ -45,10 +45,10 @@ pub(super) fn bad_name(name: &str) -> Option<String> {
             name.len(),
             bounds::MAX_NAME
         ))
-    } else if let Some(c) = name.chars().find(|c| c.is_control() || c.is_whitespace()) {
-        Some(format!("a control or space character {c:?} in its name"))
     } else {
-        None
+        name.chars()
+            .find(|c| c.is_control() || c.is_whitespace())
+            .map(|c| format!("a control or space character {c:?} in its name"))
     }
 }
 
