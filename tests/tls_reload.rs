@@ -259,3 +259,45 @@ fn a_bad_new_certificate_is_logged_and_the_old_one_keeps_serving() {
     assert_eq!(fresh.call("ping").unwrap(), true);
     assert_eq!(established.call("ping").unwrap(), true);
 }
+
+/// A reload reads regular files of at most 1 MiB, off the workers serving clients: a
+/// certificate path swapped for a FIFO (no writer) or for `/dev/zero` is refused with a
+/// log line naming it, clients are answered meanwhile, and the old certificate serves.
+#[test]
+fn a_fifo_or_dev_zero_as_certificate_is_refused_and_clients_keep_being_served() {
+    let ca1 = ca("reload CA");
+    let files = Files::new("special");
+    let (cert1, key1) = leaf(&ca1, "server one", 1001, true);
+    files.write("server.pem", &cert1);
+    files.write("server.key", &key1);
+    let srv = serve(&files, false);
+    let roots = [ca1.pem.as_str()];
+
+    let pem = files.path("server.pem");
+    std::fs::remove_file(&pem).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&pem).status().unwrap();
+    assert!(made.success());
+    srv.sighup();
+    srv.wait_count("TLS reload failed", 1, Duration::from_secs(10));
+    let log = srv.log();
+    let line = log.lines().find(|l| l.contains("TLS reload failed")).unwrap();
+    assert!(line.contains("not a regular file") && line.contains(&pem), "{line}");
+    let started = std::time::Instant::now();
+    let mut client = tls(srv.addr, &roots, None);
+    assert_eq!(client.call("ping").unwrap(), true);
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(client.cert.1, 1001);
+
+    std::fs::remove_file(&pem).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &pem).unwrap();
+    srv.sighup();
+    srv.wait_count("TLS reload failed", 2, Duration::from_secs(10));
+    assert_eq!(tls(srv.addr, &roots, None).cert.1, 1001);
+    // A regular file past 1 MiB is refused too.
+    std::fs::remove_file(&pem).unwrap();
+    files.write("server.pem", &format!("{cert1}\n{}", "#".repeat(2 << 20)));
+    srv.sighup();
+    srv.wait_count("TLS reload failed", 3, Duration::from_secs(10));
+    assert!(srv.log().contains("larger than 1048576 bytes"), "{}", srv.log());
+    assert_eq!(tls(srv.addr, &roots, None).cert.1, 1001);
+}

@@ -95,8 +95,12 @@ pub fn reload_on_sighup(
                 let outcome = match &reloader {
                     Some(r) => {
                         tracing::info!("SIGHUP: reloading the TLS certificate, key and client CA");
-                        match r.reload() {
-                            Ok(()) => "TLS reloaded".to_string(),
+                        // File reads block: on the blocking pool, never on the workers
+                        // serving clients (the files are size-capped and must be regular).
+                        let r = r.clone();
+                        match tokio::task::spawn_blocking(move || r.reload()).await {
+                            Ok(Ok(())) => "TLS reloaded".to_string(),
+                            Ok(Err(e)) => format!("TLS reload failed, previous certificate kept: {e}"),
                             Err(e) => format!("TLS reload failed, previous certificate kept: {e}"),
                         }
                     }

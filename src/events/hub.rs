@@ -176,7 +176,7 @@ impl EventHub {
 
     /// Subscribe a session to events whose name matches `pattern`; returns the
     /// subscription id, error -32002 past the per-connection cap, or -32602 for a
-    /// pattern over [`MAX_PATTERN`] bytes.
+    /// pattern over 1,024 bytes (`MAX_PATTERN`).
     pub fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
         if pattern.len() > MAX_PATTERN {
             // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
