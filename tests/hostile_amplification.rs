@@ -427,7 +427,7 @@ fn batch_of_multicalls_is_capped_by_the_calls_it_would_start() {
         "{v}"
     );
     // Nothing ran: the ping counter in /metrics did not move.
-    let metrics = post_get_metrics(srv.addr);
+    let metrics = metrics_text(srv.addr);
     assert!(
         !metrics.contains("method=\"ping\""),
         "pings ran: {}",
@@ -455,12 +455,19 @@ fn batch_of_multicalls_is_capped_by_the_calls_it_would_start() {
     assert_alive(&mut srv, "batch x multicall");
 }
 
-fn post_get_metrics(addr: std::net::SocketAddr) -> String {
-    let mut s = dial(addr, ANSWER_TIMEOUT).unwrap();
-    use std::io::Write;
-    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        .unwrap();
-    read_response(&mut s, 16 * MIB).unwrap().text()
+/// Publish `|test|big` with a `blob` of `size` bytes (over HTTP, gzip'd, as an attacker
+/// would), and check that `subscribers` connections received it.
+fn publish_big_event(addr: std::net::SocketAddr, size: usize, subscribers: u64) {
+    let big = "e".repeat(size);
+    let publish = jsonrpc(
+        "Host.publishEvent",
+        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
+        "1",
+    );
+    drop(big);
+    let zipped = gzip(&publish);
+    let r = post(addr, &[JSON, ("Content-Encoding", "gzip")], &zipped, KIB).unwrap();
+    assert_eq!(r.json().unwrap()["result"], subscribers, "{}", r.text());
 }
 
 /// Peak RSS over the idle server for one 8 MiB event to 256 subscribers: the event's
@@ -486,21 +493,7 @@ fn an_8_mib_event_to_256_subscribers_is_encoded_once_and_shared() {
         assert!(v["result"].is_u64(), "{v}");
     }
     let baseline = settle_rss(&mut srv, Duration::from_secs(10));
-    let big = "e".repeat(8 * MIB);
-    let publish = jsonrpc(
-        "Host.publishEvent",
-        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
-        "1",
-    );
-    drop(big);
-    let r = post(
-        addr,
-        &[JSON, ("Content-Encoding", "gzip")],
-        &gzip(&publish),
-        KIB,
-    )
-    .unwrap();
-    assert_eq!(r.json().unwrap()["result"], 256, "{}", r.text());
+    publish_big_event(addr, 8 * MIB, 256);
     // Every subscriber gets the whole event (read on 8 threads).
     let chunks: Vec<Vec<Lines>> = {
         let mut chunks: Vec<Vec<Lines>> = (0..8).map(|_| Vec::new()).collect();
@@ -557,21 +550,7 @@ fn a_15_mib_event_to_256_subscribers_that_never_read_is_held_once() {
     std::thread::sleep(Duration::from_secs(1));
     let baseline = settle_rss(&mut srv, Duration::from_secs(10));
     // 15 MiB: the publishing request must fit `max_body` (16 MiB).
-    let big = "e".repeat(15 * MIB);
-    let publish = jsonrpc(
-        "Host.publishEvent",
-        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
-        "1",
-    );
-    drop(big);
-    let r = post(
-        addr,
-        &[JSON, ("Content-Encoding", "gzip")],
-        &gzip(&publish),
-        KIB,
-    )
-    .unwrap();
-    assert_eq!(r.json().unwrap()["result"], 256, "{}", r.text());
+    publish_big_event(addr, 15 * MIB, 256);
     std::thread::sleep(Duration::from_secs(2));
     ping_tcp(addr).expect("a bystander is answered");
     let peak = srv.peak_rss_mib();

@@ -288,7 +288,7 @@ fn non_readers(proto: &'static str) {
     );
     // The budget is what holds: the output gauge is at most the budget, and a reply
     // per worker thread admitted just before it was spent.
-    let metrics = http_get(addr, "/metrics");
+    let metrics = metrics_text(addr);
     let output = metric_value(&metrics, "rpcmux_budget_used_bytes{budget=\"output\"}");
     eprintln!("{proto}: output budget used {output} bytes, peak {peak} MiB");
     assert!(
@@ -301,24 +301,6 @@ fn non_readers(proto: &'static str) {
     );
     drop(held);
     assert_alive(&mut srv, "after the non-readers left");
-}
-
-/// GET `path`, the body as text.
-fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
-    let mut s = dial(addr, ANSWER_TIMEOUT).unwrap();
-    use std::io::Write;
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .unwrap();
-    read_response(&mut s, 16 * MIB).unwrap().text()
-}
-
-/// A sample's value from the Prometheus text format (0 when absent).
-fn metric_value(text: &str, series: &str) -> u64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
-        .unwrap_or(0.0) as u64
 }
 
 #[test]
@@ -362,7 +344,7 @@ fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
     }
     std::thread::sleep(Duration::from_millis(1500));
     let queued = metric_value(
-        &http_get(addr, "/metrics"),
+        &metrics_text(addr),
         "rpcmux_budget_used_bytes{budget=\"output\"}",
     );
     eprintln!("output budget used: {queued} bytes");
@@ -396,7 +378,7 @@ fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
     let end = std::time::Instant::now() + Duration::from_secs(40);
     loop {
         let queued = metric_value(
-            &http_get(addr, "/metrics"),
+            &metrics_text(addr),
             "rpcmux_budget_used_bytes{budget=\"output\"}",
         );
         if queued == 0 {
@@ -416,7 +398,7 @@ fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
         "{}",
         excerpt(v.to_string().as_bytes(), 200)
     );
-    let metrics = http_get(addr, "/metrics");
+    let metrics = metrics_text(addr);
     assert!(
         metric_value(
             &metrics,

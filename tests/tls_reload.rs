@@ -275,17 +275,30 @@ fn a_fifo_or_dev_zero_as_certificate_is_refused_and_clients_keep_being_served() 
 
     let pem = files.path("server.pem");
     std::fs::remove_file(&pem).unwrap();
-    let made = std::process::Command::new("mkfifo").arg(&pem).status().unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pem)
+        .status()
+        .unwrap();
     assert!(made.success());
     srv.sighup();
     srv.wait_count("TLS reload failed", 1, Duration::from_secs(10));
     let log = srv.log();
-    let line = log.lines().find(|l| l.contains("TLS reload failed")).unwrap();
-    assert!(line.contains("not a regular file") && line.contains(&pem), "{line}");
+    let line = log
+        .lines()
+        .find(|l| l.contains("TLS reload failed"))
+        .unwrap();
+    assert!(
+        line.contains("not a regular file") && line.contains(&pem),
+        "{line}"
+    );
     let started = std::time::Instant::now();
     let mut client = tls(srv.addr, &roots, None);
     assert_eq!(client.call("ping").unwrap(), true);
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(client.cert.1, 1001);
 
     std::fs::remove_file(&pem).unwrap();
@@ -298,6 +311,10 @@ fn a_fifo_or_dev_zero_as_certificate_is_refused_and_clients_keep_being_served() 
     files.write("server.pem", &format!("{cert1}\n{}", "#".repeat(2 << 20)));
     srv.sighup();
     srv.wait_count("TLS reload failed", 3, Duration::from_secs(10));
-    assert!(srv.log().contains("larger than 1048576 bytes"), "{}", srv.log());
+    assert!(
+        srv.log().contains("larger than 1048576 bytes"),
+        "{}",
+        srv.log()
+    );
     assert_eq!(tls(srv.addr, &roots, None).cert.1, 1001);
 }

@@ -100,7 +100,9 @@ pub fn reload_on_sighup(
                         let r = r.clone();
                         match tokio::task::spawn_blocking(move || r.reload()).await {
                             Ok(Ok(())) => "TLS reloaded".to_string(),
-                            Ok(Err(e)) => format!("TLS reload failed, previous certificate kept: {e}"),
+                            Ok(Err(e)) => {
+                                format!("TLS reload failed, previous certificate kept: {e}")
+                            }
                             Err(e) => format!("TLS reload failed, previous certificate kept: {e}"),
                         }
                     }

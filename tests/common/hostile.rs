@@ -188,6 +188,21 @@ pub fn read_response(s: &mut TcpStream, cap: usize) -> Result<Resp, String> {
     Ok(Resp { status, head, body })
 }
 
+/// `GET /metrics` (from loopback, which may read it), the exposition as text.
+pub fn metrics_text(addr: SocketAddr) -> String {
+    let mut s = dial(addr, ANSWER_TIMEOUT).expect("connect for /metrics");
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .expect("ask for /metrics");
+    read_response(&mut s, 16 * MIB).expect("/metrics").text()
+}
+
+/// A sample's value from the Prometheus text format (0 when absent).
+pub fn metric_value(text: &str, series: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+        .unwrap_or(0.0) as u64
+}
+
 /// The bytes of `POST / HTTP/1.1` with `Connection: close`, a Content-Length and `headers`.
 pub fn post_bytes(headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut req = format!(
