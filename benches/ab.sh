@@ -4,7 +4,8 @@
 # of 3 s each, interleaved, so drift and neighbours hit both alike) with `rpcmux bench`
 # at 16 connections x 8 in flight, echo(MusicEntry), over the stream protocols a change
 # to the stream driver touches: msgpack-rpc, raw-TCP JSON-RPC, STOMP and JSON-RPC over
-# WebSocket. Prints calls per server CPU-second per round, the medians and B's change.
+# WebSocket (PROTOS="xmlrpc jsonrpc" for the HTTP paths, keep-alive). Prints calls per
+# server CPU-second per round, the medians and B's change.
 # On this shared 2-core VM single runs spread by 10-20 %: compare medians.
 #
 # Usage: benches/ab.sh A_BINARY B_BINARY [ROUNDS]   (e.g. a copy of an older
@@ -26,16 +27,18 @@ b_addr=$(sed -n 's/^listening on //p' "$tmp/b.log" | head -1)
 
 # one PID ADDR PROTO: calls per server CPU-second of one 3 s run (B's generator for both).
 one() {
-    local s0 s1 r addr=$2
+    local s0 s1 r addr=$2 shape=(--connections 16 --pipeline 8)
     [[ $3 == jsonrpc-ws ]] && addr="ws://$2/"
+    # HTTP/1.1 carries one call at a time per connection: 64 keep-alive connections.
+    [[ $3 == jsonrpc || $3 == xmlrpc ]] && shape=(--connections 64 --pipeline 1)
     s0=$(awk '{print $14 + $15}' "/proc/$1/stat")
-    r=$(taskset -c 0 "$B" bench --threads 1 -q --csv --proto "$3" --connections 16 --pipeline 8 \
+    r=$(taskset -c 0 "$B" bench --threads 1 -q --csv --proto "$3" "${shape[@]}" \
         --duration 3 --warmup 0 --payload musicentry "$addr" | tail -1 | awk -F, '{print $8}')
     s1=$(awk '{print $14 + $15}' "/proc/$1/stat")
     awk -v r="$r" -v t=$((s1 - s0)) -v hz="$hz" 'BEGIN { printf "%d\n", r / (t / hz / 3) }'
 }
 
-for proto in msgpack jsonrpc-tcp stomp jsonrpc-ws; do
+for proto in ${PROTOS:-msgpack jsonrpc-tcp stomp jsonrpc-ws}; do
     a=() b=()
     for ((i = 0; i < rounds; i++)); do
         a+=("$(one $a_pid "$a_addr" "$proto")")
