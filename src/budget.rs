@@ -19,9 +19,11 @@
 //! Requests are charged while they are read too (an HTTP body, a stream frame past
 //! [`SMALL`]), so several half-read large requests could together hold the budget with
 //! none able to finish. A [`Ticket`] breaks the tie: each large request being read holds
-//! one, and the oldest may always go on reading (its bytes are charged still), so one
-//! of them always completes, runs and gives its charge back. The memory bound grows by
-//! one request at most.
+//! one, and the oldest may always go on reading, so one of them always completes, runs
+//! and gives its charge back. What the oldest reads past the budget is its overdraft,
+//! counted apart ([`Overdraft`]): it does not eat the small requests' reserve (a frame
+//! that never ends would otherwise starve them until its timeout). The memory bound grows
+//! by one request at most.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,6 +45,42 @@ pub(crate) struct Budget {
     /// Large requests being read, by arrival: the first may always go on.
     readers: Mutex<BTreeSet<u64>>,
     next_reader: AtomicU64,
+    /// Bytes the oldest large request read past the budget (see [`Overdraft`]).
+    over: AtomicUsize,
+}
+
+/// Bytes the oldest large request being read holds past the budget: counted (in
+/// [`Budget::used`]) but not in the room other requests are judged by. Given back on drop.
+#[derive(Debug)]
+pub(crate) struct Overdraft {
+    budget: Arc<Budget>,
+    bytes: usize,
+}
+
+impl Overdraft {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Make this overdraft exactly `bytes`.
+    pub fn set(&mut self, bytes: usize) {
+        if bytes >= self.bytes {
+            self.budget
+                .over
+                .fetch_add(bytes - self.bytes, Ordering::Relaxed);
+        } else {
+            self.budget
+                .over
+                .fetch_sub(self.bytes - bytes, Ordering::Relaxed);
+        }
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Overdraft {
+    fn drop(&mut self) {
+        self.budget.over.fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 /// A large request being read (see the module doc); gives its place up on drop.
@@ -93,7 +131,16 @@ impl Budget {
             freed: Notify::new(),
             readers: Mutex::new(BTreeSet::new()),
             next_reader: AtomicU64::new(0),
+            over: AtomicUsize::new(0),
         })
+    }
+
+    /// An empty overdraft on this budget.
+    pub fn overdraft(self: &Arc<Self>) -> Overdraft {
+        Overdraft {
+            budget: self.clone(),
+            bytes: 0,
+        }
     }
 
     /// A place in line for a large request about to be read.
@@ -182,9 +229,9 @@ impl Budget {
         bytes <= SMALL || self.used.load(Ordering::Relaxed) < self.total
     }
 
-    /// Bytes charged now.
+    /// Bytes charged now, overdraft included.
     pub fn used(&self) -> usize {
-        self.used.load(Ordering::Relaxed)
+        self.used.load(Ordering::Relaxed) + self.over.load(Ordering::Relaxed)
     }
 }
 
@@ -270,6 +317,24 @@ mod tests {
         );
         drop(a);
         assert!(b.try_grow(&mut c, 60));
+    }
+
+    #[test]
+    fn an_overdraft_is_counted_but_leaves_the_room_alone() {
+        let b = Budget::new(100);
+        let _all = b.charge(100);
+        assert!(b.room_for(SMALL, 0), "the reserve is free");
+        let mut over = b.overdraft();
+        over.set(50);
+        assert_eq!(b.used(), 150);
+        assert!(
+            b.room_for(SMALL, 0),
+            "the oldest frame's overdraft leaves the reserve"
+        );
+        over.set(10);
+        assert_eq!(b.used(), 110);
+        drop(over);
+        assert_eq!(b.used(), 100);
     }
 
     #[test]

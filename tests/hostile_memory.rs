@@ -413,3 +413,66 @@ fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
     );
     drop(held);
 }
+
+/// Half-sent frames are in the input budget: 32 connections each sending 15 MiB of a
+/// raw-TCP JSON value that never ends held 535 MiB outside any budget. Now each read of
+/// a large frame reserves its bytes first (the budget, 32 MiB, bounds them all, the
+/// oldest one aside), a bystander's small calls go on in the reserve, and a large frame
+/// that stops arriving is closed after `body_timeout`.
+#[test]
+fn half_sent_frames_are_bounded_by_the_input_budget() {
+    let mut srv = Server::start_limited(&["--body-timeout", "3"]);
+    let addr = srv.addr;
+    let bystander = Bystander::start(ping_tcp, addr, Duration::from_millis(100), 10_000);
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for _ in 0..8 {
+                    let Ok(mut s) = dial(addr, ANSWER_TIMEOUT) else {
+                        continue;
+                    };
+                    s.set_write_timeout(Some(Duration::from_millis(500)))
+                        .unwrap();
+                    use std::io::Write;
+                    // `["yyy...` of 15 MiB, never closed: a frame that never ends.
+                    let _ = s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"");
+                    let chunk = vec![b'y'; MIB];
+                    for _ in 0..15 {
+                        if s.write_all(&chunk).is_err() {
+                            break;
+                        }
+                    }
+                    held.push(s);
+                }
+                held
+            })
+        })
+        .collect();
+    let held: Vec<_> = workers
+        .into_iter()
+        .flat_map(|w| join(w, "half-sender"))
+        .collect();
+    assert_eq!(held.len(), 32);
+    let input = metric_value(
+        &metrics_text(addr),
+        "rpcmux_budget_used_bytes{budget=\"input\"}",
+    );
+    eprintln!("input budget used: {input} bytes");
+    let peak = assert_peak_rss(&mut srv, HALF_SENT_PEAK_MIB, "32 half-sent 15 MiB frames");
+    // The stalled frames are closed after body_timeout (3 s), their bytes given back.
+    assert!(
+        srv.wait_log("large frame stalled", Duration::from_secs(20)),
+        "{}",
+        srv.log_tail(20)
+    );
+    let seen = bystander.finish();
+    assert_all_answered(&seen, 5, "half-sent frames");
+    eprintln!("peak {peak} MiB");
+    drop(held);
+}
+
+/// Peak RSS bound for 32 half-sent 15 MiB frames: the 32 MiB budget (with the reserve
+/// and one oldest frame past it, ~56 MiB) and the idle server (~60 MiB in debug). The
+/// unfixed server held 15 MiB per connection: 535 MiB more.
+const HALF_SENT_PEAK_MIB: u64 = 192;

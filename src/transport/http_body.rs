@@ -52,8 +52,10 @@ pub(crate) async fn collect(
     let mut charge = budget.take(first.max(1)).await;
     let start = Instant::now();
     let mut waited = Duration::ZERO;
-    // Held while this body is large and being read (see `budget`).
+    // Held while this body is large and being read (see `budget`), and what it read past
+    // the budget as the oldest.
     let mut ticket: Option<Ticket> = None;
+    let mut over = budget.overdraft();
     loop {
         let frame = match tokio::time::timeout(limits.gap, body.frame()).await {
             Err(_) => {
@@ -79,21 +81,25 @@ pub(crate) async fn collect(
         if buf.len() > SMALL && ticket.is_none() {
             ticket = Some(budget.ticket());
         }
-        let may_go_on = |charge: &Charge, ticket: &Option<Ticket>, len: usize| {
-            budget.room_for(len, charge.bytes()) || ticket.as_ref().is_some_and(Ticket::is_first)
-        };
-        if buf.len() > charge.bytes() {
+        let held = charge.bytes() + over.bytes();
+        if buf.len() > held {
             // A body past `SMALL` bytes waits while large requests hold the budget,
-            // unless it is the oldest large body being read (see `budget`).
-            if !may_go_on(&charge, &ticket, buf.len()) {
+            // unless it is the oldest large body being read (see `budget`): what that
+            // one reads past the budget is its overdraft.
+            let first = |ticket: &Option<Ticket>| ticket.as_ref().is_some_and(Ticket::is_first);
+            if !budget.room_for(buf.len(), charge.bytes()) && !first(&ticket) {
                 let wait = Instant::now();
-                while !may_go_on(&charge, &ticket, buf.len()) {
+                while !budget.room_for(buf.len(), charge.bytes()) && !first(&ticket) {
                     budget.freed().await;
                 }
                 // Time spent waiting on the server is not the client's slowness.
                 waited += wait.elapsed();
             }
-            charge.grow(buf.len() - charge.bytes());
+            if budget.room_for(buf.len(), charge.bytes()) {
+                charge.grow(buf.len() - held);
+            } else {
+                over.set(over.bytes() + buf.len() - held);
+            }
         }
         let elapsed = start.elapsed().saturating_sub(waited);
         if elapsed > limits.gap
@@ -107,5 +113,8 @@ pub(crate) async fn collect(
             return Err(BodyError::TooSlow(why));
         }
     }
+    // The call holds the whole body (a request alone may always run).
+    charge.grow(over.bytes());
+    drop(over);
     Ok((buf.freeze(), charge))
 }

@@ -367,6 +367,8 @@ pub(crate) async fn drive<R, W, F>(
     // partial frame or message being read (input budget).
     let mut out_charge = opts.out_budget.charge(0);
     let mut in_charge = opts.budget.charge(0);
+    // What the oldest large frame read past the budget (see `budget`).
+    let mut in_over = opts.budget.overdraft();
     // Held while a large frame is being read: the oldest may always go on (`budget`).
     let mut ticket: Option<Ticket> = None;
     let frame_timer = tokio::time::sleep(opts.frame_timeout);
@@ -475,7 +477,10 @@ pub(crate) async fn drive<R, W, F>(
             break;
         }
         out_charge.set(out.owned());
-        in_charge.set(input_held(&input, framer.held()));
+        // What is held in, the overdraft first (it is given back first).
+        let held = input_held(&input, framer.held());
+        in_over.set(in_over.bytes().min(held));
+        in_charge.set(held - in_over.bytes());
         let idle_now = calls.is_empty() && input.is_empty() && out.is_done() && !unflushed;
         if !idle_now {
             idle_since = None;
@@ -496,11 +501,15 @@ pub(crate) async fn drive<R, W, F>(
         let (may_read, read_limit) = if held_in < SMALL {
             (big_room || small_room, SMALL - held_in)
         } else {
-            let want = input_held(&input, framer.held()).max(held_in) + BIG_READ;
-            let reserved = in_charge.bytes() >= want
-                || ticket.as_ref().is_some_and(Ticket::is_first)
-                || opts.budget.try_grow(&mut in_charge, want);
-            (reserved, BIG_READ)
+            let want = held_in + BIG_READ;
+            let reserved = in_charge.bytes() + in_over.bytes() >= want
+                || opts.budget.try_grow(&mut in_charge, want - in_over.bytes());
+            // The oldest large frame goes on past the budget, as its overdraft.
+            let first = !reserved && ticket.as_ref().is_some_and(Ticket::is_first);
+            if first {
+                in_over.set(want - in_charge.bytes());
+            }
+            (reserved || first, BIG_READ)
         };
         let can_read = reading && room_for_calls && may_read && out_room;
         let want_room = if read_full {
@@ -645,7 +654,7 @@ pub(crate) async fn drive<R, W, F>(
     // What this connection held is freed before the lingering close.
     drop(out);
     drop(calls);
-    drop((out_charge, in_charge, ticket));
+    drop((out_charge, in_charge, in_over, ticket));
     let _ = tokio::time::timeout(Duration::from_secs(5), wr.shutdown()).await;
     // A connection that wrote nothing lately has no reply in flight to protect: closing
     // it at once keeps an idle client from holding up shutdown by LINGER.
@@ -769,6 +778,22 @@ mod tests {
         // 50 chunks and the EOF; no linger after our FIN, since nothing was written.
         assert_eq!(room.len(), 51, "{room:?}");
         room
+    }
+
+    #[tokio::test]
+    async fn a_call_that_waits_is_charged_what_it_holds_at_least() {
+        let budget = Budget::new(1 << 20);
+        let mut calls: Calls<()> = Calls::new(budget.clone());
+        calls.start(15, std::future::pending());
+        assert_eq!(budget.used(), PARKED_CALL, "a parked 15-byte call");
+        calls.start(15, std::future::ready(()));
+        assert_eq!(
+            budget.used(),
+            PARKED_CALL,
+            "one answered at once is not charged"
+        );
+        calls.start(1 << 16, std::future::pending());
+        assert_eq!(budget.used(), PARKED_CALL + (1 << 16));
     }
 
     #[tokio::test]
