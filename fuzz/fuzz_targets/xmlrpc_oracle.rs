@@ -2,7 +2,8 @@
 //! reference reader on quick-xml (`src/xml_ref/`). Every input is read by both as a
 //! call and as a response: both accept with the same method, values and fault, or both
 //! refuse. Then the writers: a value made from the same bytes, written by rpcmux as a
-//! call, a response and a fault, reads back the same through the reference.
+//! call, a response and a fault, reads back the same through the reference; and typed
+//! results (`src/typed_params.rs`) written straight to XML read back as their `Value`.
 //!
 //! XML-RPC's XML is stricter than XML in one place (any DTD refused) and laxer in a
 //! few (names, attributes, comments); the rules are in `src/xml_ref/tokens.rs` and
@@ -10,12 +11,16 @@
 //! divergences. rpcmux runs with its default depth limit (the reference's too) and no
 //! element or string limit.
 #![no_main]
-use libfuzzer_sys::arbitrary::Unstructured;
+use libfuzzer_sys::arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use rpcmux_fuzz::typed_params::{Ints, Nested};
 use rpcmux_fuzz::{gen, same_value, same_values, xml_ref};
+use rpcmux_value::to_value;
 use rpcmux_value::{RpcError, Value};
 use rpcmux_xmlrpc::Limits;
 use rpcmux_xmlrpc::{parse_call, parse_response, try_write_call, try_write_response, write_fault};
+use rpcmux_xmlrpc::{try_write_typed_response, Written};
+use std::fmt::Debug;
 
 const LIMITS: Limits = Limits {
     max_depth: xml_ref::MAX_DEPTH,
@@ -35,8 +40,11 @@ fn same_outcome(a: &Result<Value, RpcError>, b: &Result<Value, RpcError>) -> boo
     }
 }
 
-fn read_call(doc: &[u8]) {
-    match (parse_call(doc, &LIMITS), xml_ref::parse_call(doc)) {
+type RefCall = Result<(String, Vec<Value>), String>;
+type RefResponse = Result<Result<Value, RpcError>, String>;
+
+fn read_call(doc: &[u8], reference: RefCall) {
+    match (parse_call(doc, &LIMITS), reference) {
         (Ok(c), Ok((method, params))) => assert!(
             c.method == method && same_values(&c.params, &params),
             "{:?}: rpcmux read {c:?}, the reference {method:?} {params:?}",
@@ -47,8 +55,8 @@ fn read_call(doc: &[u8]) {
     }
 }
 
-fn read_response(doc: &[u8]) {
-    match (parse_response(doc, &LIMITS), xml_ref::parse_response(doc)) {
+fn read_response(doc: &[u8], reference: RefResponse) {
+    match (parse_response(doc, &LIMITS), reference) {
         (Ok(a), Ok(b)) => assert!(
             same_outcome(&a, &b),
             "{:?}: rpcmux read {a:?}, the reference {b:?}",
@@ -122,8 +130,36 @@ fn write(u: &mut Unstructured<'_>) -> Option<()> {
     Some(())
 }
 
+/// A typed result written straight to XML (`typed.rs`) reads back through the reference
+/// as the `Value` it converts to (`to_value`), or is refused exactly when that value
+/// holds a character XML cannot carry.
+fn write_typed<T: serde::Serialize + Debug + for<'a> Arbitrary<'a>>(u: &mut Unstructured<'_>) {
+    let Ok(t) = T::arbitrary(u) else { return };
+    let Ok(want) = to_value(&t) else { return };
+    let mut out = Vec::new();
+    match try_write_typed_response(&mut out, &t) {
+        Ok(Written::Done) => {
+            let back = xml_ref::parse_response(&out)
+                .unwrap_or_else(|e| panic!("{t:?} wrote {:?}, refused: {e}", show(&out)));
+            assert!(
+                same_outcome(&back, &Ok(want)),
+                "{t:?} read back as {back:?}"
+            );
+        }
+        Ok(Written::Fallback) => {}
+        Err(e) => assert!(
+            !xml_text(&want),
+            "{t:?} refused ({e}) though XML can carry it"
+        ),
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
-    read_call(data);
-    read_response(data);
-    write(&mut Unstructured::new(data));
+    let (call, response) = xml_ref::parse_both(data);
+    read_call(data, call);
+    read_response(data, response);
+    let mut u = Unstructured::new(data);
+    write(&mut u);
+    write_typed::<Nested>(&mut u);
+    write_typed::<Ints>(&mut u);
 });

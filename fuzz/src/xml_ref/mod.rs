@@ -17,6 +17,23 @@ pub fn parse_call(body: &[u8]) -> Result<(String, Vec<Value>), String> {
     grammar::Grammar::new(tokens::tokens(body)?).call()
 }
 
+/// A body read both ways, as a call and as a response, tokenised once.
+#[allow(clippy::type_complexity)]
+pub fn parse_both(
+    body: &[u8],
+) -> (
+    Result<(String, Vec<Value>), String>,
+    Result<Result<Value, RpcError>, String>,
+) {
+    match tokens::tokens(body) {
+        Ok(toks) => (
+            grammar::Grammar::new(toks.clone()).call(),
+            grammar::Grammar::new(toks).response(),
+        ),
+        Err(e) => (Err(e.clone()), Err(e)),
+    }
+}
+
 /// A `<methodResponse>`: the result or fault, or why the reference refuses it.
 pub fn parse_response(body: &[u8]) -> Result<Result<Value, RpcError>, String> {
     grammar::Grammar::new(tokens::tokens(body)?).response()
