@@ -23,3 +23,24 @@ fn a_unit_variant_reads_by_name_or_by_index_as_rmp_serde_reads_it() {
     assert!(from_slice::<Shape>(b"\xa6Circle").is_err());
     assert!(from_slice::<Shape>(&[0x02]).is_err(), "no third variant");
 }
+
+#[test]
+fn a_bin_is_bytes_only_never_a_sequence() {
+    // Intended difference (msgpack_typed_oracle): rmp-serde reads a bin where a
+    // sequence, tuple or struct is expected as a sequence of u8 (and ignores bytes left
+    // over: `Floats` from 8 bytes took two). rpcmux reads a bin only as bytes.
+    #[derive(Debug, Deserialize)]
+    #[allow(dead_code)]
+    struct Floats {
+        x: f32,
+        y: f64,
+    }
+    let bin = [0xc4, 0x02, 0x61, 0x00];
+    assert!(from_slice::<Floats>(&bin).is_err());
+    assert!(from_slice::<Vec<u8>>(&bin).is_err());
+    assert!(from_slice::<(u8, u8)>(&bin).is_err());
+    assert_eq!(
+        from_slice::<rpcmux_value::Value>(&bin).unwrap(),
+        rpcmux_value::Value::Bytes(vec![0x61, 0])
+    );
+}
