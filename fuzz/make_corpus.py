@@ -133,6 +133,13 @@ xml_edges = [
     b"<methodResponse><fault><value><struct><member><name>faultCode</name><value><string> 12 </string></value>"
     b"</member></struct></value></fault></methodResponse>",
 ]
+# Every entity and reference form, in text and in a member name: a reader that drops
+# or mistakes one differs from the reference at once.
+xml_edges.append(
+    b"<methodCall><methodName>m&amp;</methodName><params><param><value><struct><member>"
+    b"<name>&lt;&gt;&amp;&quot;&apos;</name><value>&lt;&gt;&amp;&quot;&apos;&#65;&#x42;&#0066;"
+    b"&#x10FFFF;&#13;&#9;</value></member></struct></value></param></params></methodCall>"
+)
 write("xmlrpc_oracle", xml_calls + xml_responses + xml_edges)
 
 json_edges = [
@@ -141,6 +148,16 @@ json_edges = [
     b'{"jsonrpc":"2.0","method":"m","params":{"b":1,"a":{"z":[],"y":{}},"b":2},"id":null}',
     b'\xef\xbb\xbf[{"jsonrpc":"2.0","method":"m","params":["\\u0000\\ud800x"]},{"jsonrpc":"2.0","method":"m","params":{}}]',
 ]
+# Integers just past i64 that no double holds (rpcmux must refuse them), and ones it does.
+json_edges.append(
+    b'{"jsonrpc":"2.0","method":"m","params":[9223372036854775809,'
+    b'10000000000000000001,18446744073709551614],"id":2}'
+)
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":{"a":[1e19,12345678901234567890]}}')
+# One each on its own too: a value that makes rpcmux re-scan the text would catch the
+# others in passing, and hide a visitor that lets one through.
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":[9223372036854775809],"id":3}')
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":{"n":10000000000000000001}}')
 write("json_value_oracle", json_requests + json_edges)
 
 
