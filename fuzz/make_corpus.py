@@ -119,6 +119,97 @@ write("msgpack_decode", [b"\x00" + m for m in mp + mp_hand] + [b"\x01" + m for m
 write("msgpack_roundtrip", mp + mp_hand)
 write("msgpack_codec", chunked([b"".join(mp), mp[0], b"".join(mp_hand[:4]), mp_hand[6]]))
 
+# ---------- differential targets (the oracles: docs/fuzzing.md) ----------
+xml_edges = [
+    b"\xef\xbb\xbf<methodCall a='1' b = \"2\"><methodName>m</methodName><params><param><value>"
+    b"x<!-- c -->y<?pi?>&#x1F600;<![CDATA[]]>\r\nz\r</value></param></params></methodCall>",
+    b"<methodCall><methodName>m</methodName><params><param><value><p:struct xmlns:p='u'>"
+    b"<p:member><p:name> k&amp; </p:name><p:value><i4> -7 </i4></p:value></p:member>"
+    b"</p:struct></value></param></params></methodCall >",
+    b"<methodResponse><params><param><value><array><data><value><boolean>TRUE</boolean></value>"
+    b"<value><base64>aGk</base64></value><value/><value><string/></value></data></array></value>"
+    b"</param></params></methodResponse><!-- end -->\n",
+    b"<methodCall><methodName>m</methodName><params><param><value>\n <nil/> \n</value></param></params></methodCall>",
+    b"<methodResponse><fault><value><struct><member><name>faultCode</name><value><string> 12 </string></value>"
+    b"</member></struct></value></fault></methodResponse>",
+]
+# Every entity and reference form, in text and in a member name: a reader that drops
+# or mistakes one differs from the reference at once.
+xml_edges.append(
+    b"<methodCall><methodName>m&amp;</methodName><params><param><value><struct><member>"
+    b"<name>&lt;&gt;&amp;&quot;&apos;</name><value>&lt;&gt;&amp;&quot;&apos;&#65;&#x42;&#0066;"
+    b"&#x10FFFF;&#13;&#9;</value></member></struct></value></param></params></methodCall>"
+)
+write("xmlrpc_oracle", xml_calls + xml_responses + xml_edges)
+
+json_edges = [
+    b'{"jsonrpc":"2.0","method":"m","params":[9223372036854775808,18446744073709549568,'
+    b'123456789012345678901234567890,1e20,-0,-0.0,0.1,5e-324,1.7976931348623157e308],"id":1}',
+    b'{"jsonrpc":"2.0","method":"m","params":{"b":1,"a":{"z":[],"y":{}},"b":2},"id":null}',
+    b'\xef\xbb\xbf[{"jsonrpc":"2.0","method":"m","params":["\\u0000\\ud800x"]},{"jsonrpc":"2.0","method":"m","params":{}}]',
+]
+# Integers just past i64 that no double holds (rpcmux must refuse them), and ones it does.
+json_edges.append(
+    b'{"jsonrpc":"2.0","method":"m","params":[9223372036854775809,'
+    b'10000000000000000001,18446744073709551614],"id":2}'
+)
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":{"a":[1e19,12345678901234567890]}}')
+# One each on its own too: a value that makes rpcmux re-scan the text would catch the
+# others in passing, and hide a visitor that lets one through.
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":[9223372036854775809],"id":3}')
+json_edges.append(b'{"jsonrpc":"2.0","method":"m","params":{"n":10000000000000000001}}')
+write("json_value_oracle", json_requests + json_edges)
+
+
+def pack(v):
+    """A small msgpack packer for the typed seeds (no msgpack module needed)."""
+    if v is None:
+        return b"\xc0"
+    if v is True or v is False:
+        return b"\xc3" if v else b"\xc2"
+    if isinstance(v, int):
+        if 0 <= v < 128:
+            return bytes([v])
+        if -32 <= v < 0:
+            return struct.pack("b", v)
+        return (b"\xcf" + struct.pack(">Q", v)) if v >= 0 else (b"\xd3" + struct.pack(">q", v))
+    if isinstance(v, float):
+        return b"\xcb" + struct.pack(">d", v)
+    if isinstance(v, str):
+        b = v.encode()
+        return (bytes([0xa0 | len(b)]) if len(b) < 32 else b"\xd9" + bytes([len(b)])) + b
+    if isinstance(v, bytes):
+        return b"\xc4" + bytes([len(v)]) + v
+    if isinstance(v, list):
+        return bytes([0x90 | len(v)]) + b"".join(pack(x) for x in v)
+    if isinstance(v, dict):
+        return bytes([0x80 | len(v)]) + b"".join(pack(k) + pack(x) for k, x in v.items())
+    raise TypeError(v)
+
+
+ints = {"a": 255, "b": 65535, "c": 2**32 - 1, "d": 2**64 - 1, "e": -128, "f": -32768, "g": -2**31, "h": -2**63}
+texts = {"s": "h\u00e9", "b": b"\x00\xff", "c": "\u20ac", "flag": True}
+typed = [
+    (0, ints), (0, list(ints.values())), (0, dict(ints, a=256)),
+    (1, {"x": 1.5, "y": float("-inf")}), (1, [3, -0.0]),
+    (2, texts), (2, dict(texts, s=b"\xff")),
+    (3, {"a": None, "b": "x", "c": None, "d": ints}), (3, {"a": 1, "b": None, "c": False, "d": None}),
+    (4, "Dot"), (4, {"Circle": 2.5}), (4, {"Rect": {"w": 1, "h": 2}}), (4, {"Pair": [-1, 1]}), (4, {"Rect": [1, 2]}),
+    (5, {"name": "n", "shapes": ["Dot", {"Pair": [1, 2]}], "inner": texts, "table": {"k": [1, 2]},
+         "pair": [-5, "Dot"], "unit": None, "extra": {"x": [1, {"y": b"z"}]}}),
+    (6, [True, ["Dot"], 2**64 - 1, ""]),
+]
+write("msgpack_typed_oracle", [bytes([k]) + pack(v) for k, v in typed])
+
+mp_values = [
+    pack({1: "int key", True: [None, 1.5], "s": b"bin"}),
+    b"\x82\xc4\x01k\x01\xa1k\x02",                                # bin key, repeated key
+    b"\xd6\xff\x00\x00\x00\x01", b"\xd7\xff" + b"\x00" * 8, b"\xc7\x0c\xff" + b"\x00" * 12,   # timestamps
+    b"\xa2\xff\xfe", b"\xcf\xff\xff\xff\xff\xff\xff\xff\xff", b"\xca\x7f\xc0\x00\x00",
+    b"\x91" * 64 + b"\xc0", b"\x91" * 65 + b"\xc0", b"\x81\x91\x01\x02",
+]
+write("msgpack_value_oracle", mp + mp_hand + mp_values)
+
 # ---------- STOMP ----------
 stomp_fix = fixtures("stomp", ".bin")
 stomp_hand = [

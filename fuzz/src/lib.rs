@@ -90,3 +90,9 @@ impl<'a> Chunked<'a> {
         out
     }
 }
+
+pub mod gen;
+pub mod json_ref;
+pub mod msgpack_ref;
+pub mod typed_params;
+pub mod xml_ref;

@@ -138,7 +138,8 @@ impl<'de> serde::de::Visitor<'de> for Members<'_> {
 
 /// Parse a body. `Err` is an error that answers the whole body: a parse error, an
 /// empty batch, or a batch over `limits.max_batch` (all answered with a null id).
-/// A UTF-8 byte order mark before the JSON is skipped.
+/// A UTF-8 byte order mark before the JSON is skipped; a body that is not UTF-8 is a
+/// parse error, wherever the bad byte is.
 pub fn parse_with(body: &[u8], limits: &ParseLimits) -> Result<Incoming, RpcError> {
     parse_for(body, limits, &|_| false)
 }
@@ -151,6 +152,14 @@ pub fn parse_for(
     raw_for: &dyn Fn(&str) -> bool,
 ) -> Result<Incoming, RpcError> {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    // serde_json checks UTF-8 only in the strings it decodes: one in an ignored member
+    // or a batch member's raw text would pass, and a body that is no JSON be served.
+    if let Err(e) = std::str::from_utf8(body) {
+        return Err(RpcError::parse_error(format_args!(
+            "body is not valid UTF-8 (at byte {})",
+            e.valid_up_to()
+        )));
+    }
     let first = body.iter().find(|b| !b.is_ascii_whitespace());
     if first == Some(&b'[') {
         use serde::Deserializer as _;

@@ -11,14 +11,16 @@
 //! `visit_u64`/`visit_i64` (so a u64 field gets all 64 bits), f32 and f64, str as a
 //! borrowed str (a str that is not UTF-8 as bytes, as the value path does), bin as
 //! borrowed bytes, arrays as sequences, maps as maps, nil as unit / `None`. Enums are
-//! externally tagged (`"Unit"` or `{"Variant": value}`), as serde_json has them.
+//! externally tagged (`"Unit"` or `{"Variant": value}`), as serde_json has them; a
+//! variant may also be given by its index (`0`, `{1: value}`), as rmp-serde reads it
+//! (found by the `msgpack_typed_oracle` fuzz target: the unit form took only the name).
 //! Extension types (the timestamp) are refused here: the caller reads those params
 //! through the value path.
 
 use super::Error;
 use crate::limits::Limits;
 use crate::short::utf8;
-use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
+use serde::de::{self, DeserializeSeed, Visitor};
 use serde::forward_to_deserialize_any;
 
 /// A serde deserializer over one msgpack item at the start of a slice.
@@ -301,9 +303,9 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
             self.depth += 1;
             return Ok(out);
         }
-        // "Unit": the name alone.
-        let name: &'de str = de::Deserialize::deserialize(&mut *self)?;
-        v.visit_enum(IntoDeserializer::<Error>::into_deserializer(name))
+        // "Unit": the variant alone, by name or (as rmp-serde and the map form take it)
+        // by index.
+        v.visit_enum(UnitVariant { de: self })
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
@@ -443,6 +445,49 @@ impl<'de> de::MapAccess<'de> for Entries<'_, 'de> {
     fn size_hint(&self) -> Option<usize> {
         Some(self.left.min((self.de.buf.len() - self.de.pos) / 2))
     }
+}
+
+/// An enum given as its variant alone (`"Dot"`, or its index `0`): a unit variant.
+struct UnitVariant<'a, 'de> {
+    de: &'a mut Deserializer<'de>,
+}
+
+impl<'de> de::EnumAccess<'de> for UnitVariant<'_, 'de> {
+    type Error = Error;
+    type Variant = Self;
+
+    fn variant_seed<S: DeserializeSeed<'de>>(self, seed: S) -> Result<(S::Value, Self), Error> {
+        let key = seed.deserialize(&mut *self.de)?;
+        Ok((key, self))
+    }
+}
+
+impl<'de> de::VariantAccess<'de> for UnitVariant<'_, 'de> {
+    type Error = Error;
+
+    fn unit_variant(self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn newtype_variant_seed<S: DeserializeSeed<'de>>(self, _: S) -> Result<S::Value, Error> {
+        Err(unit_only("newtype variant"))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _len: usize, _: V) -> Result<V::Value, Error> {
+        Err(unit_only("tuple variant"))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _fields: &'static [&'static str],
+        _: V,
+    ) -> Result<V::Value, Error> {
+        Err(unit_only("struct variant"))
+    }
+}
+
+fn unit_only(expected: &str) -> Error {
+    de::Error::invalid_type(de::Unexpected::UnitVariant, &expected)
 }
 
 /// An enum as a one-entry map: the key names the variant, the value is its content.

@@ -1,0 +1,95 @@
+//! serde_json's value tree → rpcmux's [`Value`], by the JSON-RPC crate's documented
+//! number rules (`rpcmux-jsonrpc` crate docs, "Exactness"): the oracle of
+//! `json_value_oracle`. serde_json is built with `float_roundtrip` (as the workspace
+//! has it) and without `arbitrary_precision`, which cargo would unify into rpcmux's own
+//! serde_json and so change the code under test. Without it an integer literal beyond
+//! u64 reaches the tree as a (rounded) double, so the reference cannot tell `1e20`
+//! from `100000000000000000000`, nor an exact literal from an inexact one: it marks
+//! such doubles as a [`Read::doubt`].
+use rpcmux_value::{Map, Value};
+use serde_json::Value as Json;
+
+/// 2^63: from here up an integral double may be an integer literal beyond u64 that
+/// serde_json rounded.
+const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+
+/// A tree read as rpcmux must read it.
+#[derive(Debug, Default)]
+pub struct Read {
+    pub value: Value,
+    /// An integral double of magnitude 2^63 or more: maybe a rounded integer literal,
+    /// which rpcmux refuses (-32602) unless the double is exactly it.
+    pub doubt: bool,
+    /// A u64 beyond i64 that no double holds: rpcmux must refuse it (-32602).
+    pub inexact: bool,
+}
+
+pub fn read(j: &Json) -> Read {
+    let mut r = Read::default();
+    r.value = convert(j, &mut r);
+    r
+}
+
+fn convert(j: &Json, r: &mut Read) -> Value {
+    match j {
+        Json::Null => Value::Nil,
+        Json::Bool(b) => Value::Bool(*b),
+        Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => Value::Int(i),
+            (None, Some(u), _) => {
+                let d = u as f64;
+                r.inexact |= d as u128 != u128::from(u);
+                Value::Double(d)
+            }
+            (_, _, Some(d)) => {
+                r.doubt |= d.fract() == 0.0 && d.abs() >= TWO_63;
+                Value::Double(d)
+            }
+            _ => unreachable!("a serde_json number is an i64, u64 or f64"),
+        },
+        Json::String(s) => Value::String(s.clone()),
+        Json::Array(items) => Value::Array(items.iter().map(|v| convert(v, r)).collect()),
+        Json::Object(o) => {
+            let mut m = Map::new();
+            for (k, v) in o {
+                let v = convert(v, r);
+                m.insert(k.clone(), v);
+            }
+            Value::Struct(Box::new(m))
+        }
+    }
+}
+
+/// What a `Value` becomes once written as JSON and read back, by the documented
+/// mapping: NaN and ±infinity have no JSON spelling (`null`), bytes are a base64
+/// string, a dateTime its ISO 8601 string.
+pub fn as_written(v: &Value) -> Value {
+    use base64::Engine as _;
+    match v {
+        Value::Double(d) if !d.is_finite() => Value::Nil,
+        Value::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        Value::DateTime(d) => Value::String(d.to_iso8601()),
+        Value::Array(items) => Value::Array(items.iter().map(as_written).collect()),
+        Value::Struct(m) => {
+            let m = m.iter().map(|(k, v)| (k.clone(), as_written(v)));
+            Value::Struct(Box::new(m.collect()))
+        }
+        other => other.clone(),
+    }
+}
+
+/// [`crate::same_value`], but struct members in any order: serde_json's tree (without
+/// `preserve_order`, which would change rpcmux's serde_json too) sorts them.
+pub fn same_unordered(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_unordered(x, y))
+        }
+        (Value::Struct(x), Value::Struct(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_unordered(v, w)))
+        }
+        _ => crate::same_value(a, b),
+    }
+}
