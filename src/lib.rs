@@ -49,23 +49,23 @@
 #[global_allocator]
 static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod budget;
+mod conn;
 #[cfg(feature = "client")]
 pub mod client;
 mod config;
 mod events;
 mod front;
 pub mod gateway;
-mod heavy;
+mod http;
 mod io;
 mod observe;
-mod proxy;
+mod offload;
+mod rpc;
 mod server;
 mod sniff;
 #[cfg(target_os = "linux")]
 pub mod systemd;
-mod tls;
-mod transport;
+mod stream;
 pub mod verbs;
 
 pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
@@ -73,10 +73,10 @@ pub use events::{Event, EventHub, EventsConfig, ERR_TOO_MANY_SUBSCRIPTIONS};
 pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
-pub use tls::TlsReloader;
-pub use transport::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
-pub use transport::stomp::StompConfig;
-pub use transport::websocket::{WebConfig, WsConfig};
+pub use conn::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
+pub use front::tls::TlsReloader;
+pub use stream::stomp::StompConfig;
+pub use stream::websocket::{WebConfig, WsConfig};
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 
 /// The README's Rust examples, compiled by `cargo test --doc` so they stay true.
@@ -102,12 +102,12 @@ pub mod demo;
 /// The sniffer's probes, for benches/dispatch.rs and the fuzz targets.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::proxy::probe as proxy_probe;
+    pub use crate::front::proxy::probe as proxy_probe;
     pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
-    pub use crate::tls::probe as tls_probe;
-    pub use crate::transport::stomp::probe as stomp_probe;
+    pub use crate::front::tls::probe as tls_probe;
+    pub use crate::stream::stomp::probe as stomp_probe;
 
     /// The private PROXY header parser (`cargo fuzz` builds with `--cfg fuzzing`).
     #[cfg(fuzzing)]
-    pub use crate::proxy::fuzzing as proxy_header;
+    pub use crate::front::proxy::fuzzing as proxy_header;
 }

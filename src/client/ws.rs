@@ -9,8 +9,8 @@
 
 use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{ClientError, ConnectOpts, Io};
-use crate::transport::websocket::frames;
-use crate::transport::websocket::handshake::accept_key;
+use crate::stream::websocket::frames;
+use crate::stream::websocket::handshake::accept_key;
 use base64::Engine;
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_value::Params;

@@ -6,7 +6,7 @@
 //! unchanged and binding never waits on DNS. A name stands for every address it resolves
 //! to, each bound, as nginx does with `listen localhost:80`.
 //!
-//! [`Config`]: super::Config
+//! [`Config`]: crate::config::Config
 
 use serde::{Deserialize, Deserializer};
 use std::io::{Error, ErrorKind};

@@ -5,7 +5,7 @@
 //! this instance's subscribers: local delivery never waits for the engine, nor stops
 //! when it is down. The task sends events in the order they were published (one task,
 //! batches sent in order), so every instance sees one publisher's events in its order.
-//! What the engine brings in is decoded ([`super::wire`]) and delivered through the hub
+//! What the engine brings in is decoded ([`crate::events::wire`]) and delivered through the hub
 //! with the same matching, outboxes and slow-subscriber rule as a local publish; the
 //! instance's own events, echoed back, are skipped, so each subscriber gets each event
 //! exactly once.
@@ -18,7 +18,7 @@
 //! An engine plugs in by implementing [`Backend`] (connect and subscribe) with its
 //! [`Publisher`] and [`Incoming`] halves; this module does the rest.
 
-use super::{wire, Event, EventHub, EventsConfig};
+use crate::events::{wire, Event, EventHub, EventsConfig};
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};

@@ -1,6 +1,6 @@
 //! The events hub: verbs publish, subscribed sessions receive.
 //!
-//! With a backend set ([`super::fanout`]), each event published here is also queued to
+//! With a backend set ([`crate::events::fanout`]), each event published here is also queued to
 //! be sent to the other instances, and what they publish is delivered here through
 //! [`EventHub::deliver`], by the same rules.
 //!
@@ -14,7 +14,7 @@
 //! every publish take 14 ms and every close 1.8 ms. A subscription belongs to its
 //! connection: only that connection can cancel it.
 
-use crate::budget::Budget;
+use crate::conn::budget::Budget;
 use crate::verbs::Session;
 use bytes::Bytes;
 use rpcmux_value::{Map, RpcError, Value};
@@ -74,7 +74,7 @@ impl Event {
             .get_or_init(|| {
                 let mut body = Vec::with_capacity(128);
                 rpcmux_jsonrpc::write_notification(&mut body, &self.name, &self.params);
-                crate::transport::out::shared(body, budget)
+                crate::conn::out::shared(body, budget)
             })
             .clone()
     }
@@ -88,7 +88,7 @@ impl Event {
                 let mut body = bytes::BytesMut::with_capacity(128);
                 let params = std::slice::from_ref(&self.params);
                 match rpcmux_msgpack_rpc::encode_notification(&mut body, &self.name, params) {
-                    Ok(()) => Some(crate::transport::out::shared(body, budget)),
+                    Ok(()) => Some(crate::conn::out::shared(body, budget)),
                     Err(e) => {
                         tracing::warn!(error = %e, event = %self.name, "event not encodable as msgpack");
                         None
@@ -116,7 +116,7 @@ pub struct EventHub {
     published: AtomicU64,
     dropped: AtomicU64,
     /// The queue to the other instances, when a backend is configured.
-    forward: OnceLock<super::fanout::Forward>,
+    forward: OnceLock<crate::events::fanout::Forward>,
 }
 
 impl Default for EventHub {
@@ -157,12 +157,12 @@ impl EventHub {
     }
 
     /// Fan events out through a backend from now on (once; a second call is ignored).
-    pub(crate) fn set_forward(&self, forward: super::fanout::Forward) {
+    pub(crate) fn set_forward(&self, forward: crate::events::fanout::Forward) {
         let _ = self.forward.set(forward);
     }
 
     /// The fan-out's counters, when a backend is configured.
-    pub(crate) fn fanout_stats(&self) -> Option<&super::fanout::Stats> {
+    pub(crate) fn fanout_stats(&self) -> Option<&crate::events::fanout::Stats> {
         self.forward.get().map(|f| &*f.stats)
     }
 

@@ -12,7 +12,6 @@
 //! published, so adding one (NATS, a STOMP broker) touches none of them
 //! (docs/fleet.md, "Adding a backend").
 
-mod config;
 // Without a backend compiled in (the lean library), nothing drives the engine-neutral
 // half: it is kept building so a backend feature only adds its engine.
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
@@ -23,7 +22,7 @@ mod redis;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod wire;
 
-pub use config::EventsConfig;
+pub use crate::config::events::EventsConfig;
 pub use hub::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 
 use std::sync::Arc;

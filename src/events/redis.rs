@@ -11,7 +11,7 @@
 //! must know when the link is up (the `up` gauge, counting what is not fanned out) and
 //! must not have a publish stall in the crate's own retries while later events queue.
 
-use super::fanout::{Backend, BoxError, Incoming, Publisher};
+use crate::events::fanout::{Backend, BoxError, Incoming, Publisher};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client, IntoConnectionInfo, ProtocolVersion, PushKind};
 use std::time::Duration;

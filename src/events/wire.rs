@@ -16,7 +16,7 @@
 //! Redis can publish), so decoding checks the size first, caps nesting, and refuses a
 //! wrong shape, version or trailing bytes.
 
-use super::Event;
+use crate::events::Event;
 use rpcmux_value::Value;
 
 /// The layout written, and the only one read.

@@ -5,7 +5,7 @@
 //! Discovery calls go through [`Upstream::forward`], so they use the same pool,
 //! failover and timeout as the calls that follow.
 
-use super::forward::Upstream;
+use crate::gateway::forward::Upstream;
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{Params, RpcError, Value};
 
@@ -218,7 +218,7 @@ pub(super) async fn discover(
 
 /// Whether `e` says the upstream gave no answer of its own (the gateway's -32010..-32013).
 fn unanswered(e: &RpcError) -> bool {
-    use super::{ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_UNREACHABLE};
+    use crate::gateway::{ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_UNREACHABLE};
     (ERR_UPSTREAM_BAD_REPLY..=ERR_UPSTREAM_UNREACHABLE).contains(&e.code)
 }
 

@@ -1,8 +1,8 @@
 //! Forwarding one call to an upstream: the cap on calls in flight, the timeout, the
 //! addresses in failover order, and the upstream's failures as documented errors.
 
-use super::pool::{Failure, Pool};
-use super::{
+use crate::gateway::pool::{Failure, Pool};
+use crate::gateway::{
     UpstreamConfig, UpstreamProto, ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED,
     ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
 };

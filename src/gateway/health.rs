@@ -3,7 +3,7 @@
 //! every other address, until a check succeeds again, so calls stop paying a connect
 //! timeout for a replica that is down and come back to it once it answers.
 
-use super::refresh::UpstreamRefresher;
+use crate::gateway::refresh::UpstreamRefresher;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;

@@ -12,7 +12,8 @@
 //! forwarding needs the `gateway` feature (on in `cli`), since it is built on the
 //! client.
 
-mod config;
+#[cfg(feature = "gateway")]
+pub(crate) mod metrics;
 #[cfg(feature = "gateway")]
 mod discover;
 #[cfg(feature = "gateway")]
@@ -26,7 +27,7 @@ mod pool;
 #[cfg(feature = "gateway")]
 mod refresh;
 
-pub use config::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+pub use crate::config::upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
 #[cfg(feature = "gateway")]
 pub use refresh::UpstreamRefresher;
 

@@ -7,9 +7,9 @@
 //! `Arc`, with its metric handles). A refresh that fails keeps the upstream's last good
 //! verbs; it is logged and counted (`rpcmux_upstream_refresh_failures`).
 
-use super::discover::{self, Found};
-use super::forward::Upstream;
-use super::{GatewayError, UpstreamConfig};
+use crate::gateway::discover::{self, Found};
+use crate::gateway::forward::Upstream;
+use crate::gateway::{GatewayError, UpstreamConfig};
 use crate::verbs::{BatchTarget, Extra, VerbSet, VerbTable};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +46,7 @@ pub(super) struct Served {
 /// Why an upstream's verbs could not be learned at startup. One that is down says so,
 /// naming its URL once; the `methods` hint is for one that answers but cannot list them.
 fn startup_failure(name: &str, e: &rpcmux_value::RpcError) -> String {
-    if e.code != super::ERR_UPSTREAM_UNREACHABLE {
+    if e.code != crate::gateway::ERR_UPSTREAM_UNREACHABLE {
         return format!(
             "upstream {name}: cannot learn its verbs: {} ({}); an upstream that cannot \
              list them needs a `methods` list in its [[upstream]] table",
@@ -76,7 +76,7 @@ impl UpstreamRefresher {
         let mut sets = Vec::with_capacity(upstreams.len());
         let targets: Vec<Arc<dyn BatchTarget>> = upstreams
             .iter()
-            .map(|(up, _)| Arc::new(super::multicall::Multicall(up.clone())) as _)
+            .map(|(up, _)| Arc::new(crate::gateway::multicall::Multicall(up.clone())) as _)
             .collect();
         for ((up, c), target) in upstreams.iter().zip(&targets) {
             let (found, source) = discover::discover(up, &c.methods, false)
@@ -190,7 +190,7 @@ impl UpstreamRefresher {
                 }
             });
         }
-        super::health::spawn(self, tracker, stop);
+        crate::gateway::health::spawn(self, tracker, stop);
     }
 
     /// Failed refreshes per upstream name, for `/metrics`.

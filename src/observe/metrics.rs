@@ -91,7 +91,7 @@ pub(crate) struct Metrics {
     /// Verbs that have a `method` label value of their own (see [`Metrics::method_label`]).
     method_labels: std::sync::atomic::AtomicUsize,
     /// The gateway's upstreams (refreshes, address health).
-    upstreams: super::upstream::UpstreamMetrics,
+    upstreams: crate::gateway::metrics::UpstreamMetrics,
 }
 
 /// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they

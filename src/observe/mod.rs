@@ -3,12 +3,9 @@
 //! place every protocol's calls meet, so a call is counted and logged the same way
 //! whatever carried it.
 
-mod access;
-mod call;
-mod metrics;
-mod upstream;
+pub(crate) mod access;
+pub(crate) mod metrics;
 
 pub use access::AccessLevel;
 pub(crate) use access::AccessLog;
-pub(crate) use call::{Call, Observer, StatsCache};
 pub(crate) use metrics::{Metrics, OutcomeLabel};

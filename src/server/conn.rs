@@ -6,12 +6,11 @@
 //! sniffed again. Only a protocol ends the loop. A sniffing slot (global and per client
 //! address) is held while sniffing and while a front layer runs, never by a framer.
 
-use super::per_ip::{Held, Kind};
-use super::refusals::Refusal;
-use super::Shared;
+use crate::conn::per_ip::{Held, Kind};
+use crate::conn::refusals::Refusal;
+use crate::server::Shared;
 use crate::io::{Metered, Rewind, Stream};
 use crate::sniff::{self, Decision, Detected};
-use crate::transport;
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -74,7 +73,7 @@ pub(crate) async fn handle(
         let framer = match detected {
             Detected::ProxyHeader => {
                 let Some(rest) =
-                    Box::pin(crate::proxy::read_header(rewound, &mut info, &shared)).await
+                    Box::pin(crate::front::proxy::read_header(rewound, &mut info, &shared)).await
                 else {
                     return;
                 };
@@ -93,7 +92,7 @@ pub(crate) async fn handle(
                 continue;
             }
             Detected::Tls => {
-                let Some(tls) = Box::pin(crate::tls::handshake(rewound, &mut info, &shared)).await
+                let Some(tls) = Box::pin(crate::front::tls::handshake(rewound, &mut info, &shared)).await
                 else {
                     return;
                 };
@@ -143,10 +142,10 @@ async fn serve_framer(
     shared: Arc<Shared>,
 ) {
     match framer {
-        Framer::Http => Box::pin(transport::http::serve(io, info, shared)).await,
-        Framer::JsonTcp => Box::pin(transport::json_tcp::serve(io, info, shared)).await,
-        Framer::Msgpack => Box::pin(transport::msgpack::serve(io, info, shared)).await,
-        Framer::Stomp => Box::pin(transport::stomp::serve(io, info, shared)).await,
+        Framer::Http => Box::pin(crate::http::service::serve(io, info, shared)).await,
+        Framer::JsonTcp => Box::pin(crate::stream::json_tcp::serve(io, info, shared)).await,
+        Framer::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)).await,
+        Framer::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)).await,
     }
 }
 

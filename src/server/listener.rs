@@ -1,7 +1,7 @@
 //! Binding (with a real backlog) and the accept loop with its socket cap.
 
-use super::per_ip::Kind;
-use super::{conn, Refusal, Shared};
+use crate::conn::per_ip::Kind;
+use crate::server::{conn, Refusal, Shared};
 use socket2::{Domain, Socket, Type};
 use std::io;
 use std::net::SocketAddr;

@@ -3,9 +3,7 @@
 mod conn;
 pub(crate) use conn::ConnInfo;
 mod listener;
-mod per_ip;
-mod refusals;
-pub use refusals::{Refusal, Refusals};
+pub use crate::conn::refusals::{Refusal, Refusals};
 
 use crate::config::{Config, Proto};
 use crate::events::EventHub;
@@ -32,13 +30,13 @@ pub struct Shared {
     /// One permit per connection still being sniffed.
     pub sniffing: Arc<Semaphore>,
     /// Per-client-address caps on connections and sniffing.
-    pub(crate) per_ip: Arc<per_ip::PerIp>,
+    pub(crate) per_ip: Arc<crate::conn::per_ip::PerIp>,
     /// Refused connections, counted, their logging throttled.
     pub refusals: Refusals,
     /// Bytes of requests being read or run, process-wide (`max_total_in_flight_bytes`).
-    pub(crate) budget: Arc<crate::budget::Budget>,
+    pub(crate) budget: Arc<crate::conn::budget::Budget>,
     /// Bytes queued for clients, process-wide (`max_total_output`).
-    pub(crate) out_budget: Arc<crate::budget::Budget>,
+    pub(crate) out_budget: Arc<crate::conn::budget::Budget>,
     /// Held while a compressed HTTP body is inflated and charged (one at a time).
     pub(crate) inflating: tokio::sync::Mutex<()>,
     pub shutdown: CancellationToken,
@@ -108,7 +106,7 @@ impl Server {
             level: config.ops.access_log,
             slow: config.ops.slow_call(),
         };
-        verbs.observer = Some(Arc::new(crate::observe::Observer::new(
+        verbs.observer = Some(Arc::new(crate::verbs::Observer::new(
             metrics.clone(),
             access,
         )));
@@ -139,13 +137,13 @@ impl Server {
             verbs: Arc::new(verbs),
             events,
             probes,
-            per_ip: per_ip::PerIp::new(
+            per_ip: crate::conn::per_ip::PerIp::new(
                 config.limits.max_connections_per_ip,
                 config.limits.max_sniffing_per_ip,
             ),
             refusals: Refusals::default(),
-            budget: crate::budget::Budget::new(config.limits.max_total_in_flight_bytes),
-            out_budget: crate::budget::Budget::new(config.limits.max_total_output),
+            budget: crate::conn::budget::Budget::new(config.limits.max_total_in_flight_bytes),
+            out_budget: crate::conn::budget::Budget::new(config.limits.max_total_output),
             inflating: tokio::sync::Mutex::new(()),
             shutdown,
             abort_calls: Default::default(),
@@ -217,7 +215,7 @@ impl Server {
             up.spawn_timers(&tracker, self.shared.shutdown.clone());
         }
         if let Some(l) = self.metrics_listener {
-            tracker.spawn(crate::transport::metrics_only::serve(
+            tracker.spawn(crate::http::metrics_only::serve(
                 l,
                 self.shared.clone(),
             ));
@@ -268,7 +266,7 @@ fn probes_for(protocols: &[Proto]) -> Probes {
             Proto::Http => p.with(Detected::Http, sniff::http),
             Proto::JsonrpcTcp => p.with(Detected::JsonTcp, sniff::json),
             Proto::Msgpack => p.with(Detected::Msgpack, sniff::msgpack_rpc),
-            Proto::Stomp => p.with(Detected::Stomp, crate::transport::stomp::probe),
+            Proto::Stomp => p.with(Detected::Stomp, crate::stream::stomp::probe),
         };
     }
     p

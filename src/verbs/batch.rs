@@ -9,9 +9,9 @@
 //! [`VerbTable::dispatch_group`] runs one, each member still counted and logged as a
 //! call of its own.
 
-use super::output::Output;
-use super::table::{shutting_down, Verb};
-use super::{CallContext, VerbTable};
+use crate::verbs::output::Output;
+use crate::verbs::table::{shutting_down, Verb};
+use crate::verbs::{CallContext, VerbTable};
 use futures_util::future::BoxFuture;
 use rpcmux_value::{Params, RpcError, Value};
 use std::net::SocketAddr;

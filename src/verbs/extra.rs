@@ -11,12 +11,12 @@
 //! A `std` `RwLock` around an `Arc`, rather than a lock-free swap crate: writes are rare
 //! (a refresh) and a read holds the lock only to clone one `Arc`.
 
-use super::Verb;
+use crate::verbs::Verb;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, RwLock};
 
 /// The changing verbs, by name.
-pub(crate) type VerbSet = super::table::Names<Arc<Verb>>;
+pub(crate) type VerbSet = crate::verbs::table::Names<Arc<Verb>>;
 
 /// A swappable set of verbs, shared by the table (which reads it) and whoever replaces
 /// it (the gateway's refresher).

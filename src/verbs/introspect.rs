@@ -1,8 +1,8 @@
 //! The built-in introspection verbs, as XML-RPC clients know them.
 
-use super::output::Output;
-use super::table::Reply;
-use super::{Args, CallContext, VerbTable};
+use crate::verbs::output::Output;
+use crate::verbs::table::Reply;
+use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::{RpcError, Value};
 use serde_json::json;
 
@@ -42,7 +42,7 @@ fn list_methods(t: &VerbTable, _: Args, _: CallContext) -> Reply {
     )))
 }
 
-fn target(t: &VerbTable, args: &mut Args) -> Result<std::sync::Arc<super::Verb>, RpcError> {
+fn target(t: &VerbTable, args: &mut Args) -> Result<std::sync::Arc<crate::verbs::Verb>, RpcError> {
     let name: String = args.take(0)?;
     t.get(&name)
         .ok_or_else(|| RpcError::method_not_found(&name))

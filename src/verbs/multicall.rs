@@ -3,9 +3,9 @@
 //! [`PARALLEL`] at a time, and answer in order: a result as a one-element array,
 //! a failure as a `{faultCode, faultString}` struct in its place.
 
-use super::output::Output;
-use super::table::Reply;
-use super::{Args, CallContext, VerbTable};
+use crate::verbs::output::Output;
+use crate::verbs::table::Reply;
+use crate::verbs::{Args, CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{vstruct, Params, RpcError, Value};
 use serde_json::json;
@@ -74,12 +74,12 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
             _ => None,
         })
         .collect();
-    let runs = super::batch::plan(t, &methods, t.max_batch);
+    let runs = crate::verbs::batch::plan(t, &methods, t.max_batch);
     // Start every call now (each borrows the table only while starting), run them later.
     let pending: Vec<GroupReply> = runs
         .into_iter()
         .map(|run| match run {
-            super::batch::Run::One(i) => {
+            crate::verbs::batch::Run::One(i) => {
                 let one = match calls[i].take().expect("each call once") {
                     Ok((method, _)) if method == "system.multicall" => {
                         Box::pin(std::future::ready(Err(RpcError::invalid_request(
@@ -93,7 +93,7 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
                 };
                 Box::pin(async move { vec![one.await] }) as GroupReply
             }
-            super::batch::Run::Group(range, verbs) => {
+            crate::verbs::batch::Run::Group(range, verbs) => {
                 let group: Vec<_> = verbs
                     .into_iter()
                     .zip(range.filter_map(|i| calls[i].take()?.ok()))

@@ -2,10 +2,10 @@
 //! (playgrounds, client generators) can read every verb with its parameter and result
 //! schemas, errors and aliases.
 
-use super::output::Output;
-use super::policy::{ERR_BUSY, ERR_TIMEOUT};
-use super::table::{Reply, Verb};
-use super::{Args, CallContext, VerbTable};
+use crate::verbs::output::Output;
+use crate::verbs::policy::{ERR_BUSY, ERR_TIMEOUT};
+use crate::verbs::table::{Reply, Verb};
+use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use serde_json::{json, Value as Json};
 
@@ -87,7 +87,7 @@ fn errors(verb: &Verb) -> Vec<Json> {
         }));
     }
     if let Some(l) = &verb.policy.limit {
-        if l.when_busy == super::WhenBusy::Refuse {
+        if l.when_busy == crate::verbs::WhenBusy::Refuse {
             e.push(json!({
                 "code": ERR_BUSY,
                 "message": format!("Busy: {} call(s) already running", l.max),

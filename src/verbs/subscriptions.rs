@@ -1,7 +1,7 @@
 //! The built-in event verbs, `subscribe` and `unsubscribe`: wherever an embedder
 //! publishes events, clients on connections that can carry them may receive them.
 
-use super::{CallContext, VerbTable};
+use crate::verbs::{CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use schemars::JsonSchema;
 use serde::Deserialize;

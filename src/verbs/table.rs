@@ -1,9 +1,9 @@
 //! Registration and dispatch.
 
-use super::output::Output;
-use super::policy::{Policy, WhenBusy};
-use super::typed::{AsyncHandler, Input, SyncHandler, Typed, TypedRun};
-use super::{Args, CallContext};
+use crate::verbs::output::Output;
+use crate::verbs::policy::{Policy, WhenBusy};
+use crate::verbs::typed::{AsyncHandler, Input, SyncHandler, Typed, TypedRun};
+use crate::verbs::{Args, CallContext};
 use futures_util::future::{BoxFuture, FutureExt};
 use rpcmux_value::{Params, RpcError, Value};
 use schemars::JsonSchema;
@@ -25,7 +25,7 @@ pub(crate) enum Dispatched {
     Ready(Option<Result<Output, RpcError>>),
     Running(Reply),
     /// Answered, and the answer already written by the framer as the call ran (a sync
-    /// typed verb's result, see [`super::typed::WriteNow`]): nothing to queue or box.
+    /// typed verb's result, see [`crate::verbs::typed::WriteNow`]): nothing to queue or box.
     Written,
 }
 
@@ -106,13 +106,13 @@ pub struct Verb {
     pub signatures: Option<Vec<Vec<String>>>,
     pub(crate) policy: Policy,
     /// Its metric handles, per protocol.
-    pub(crate) stats: crate::observe::StatsCache,
+    pub(crate) stats: crate::verbs::StatsCache,
     /// `name`, leaked once at registration: the access log names a call's verb without
     /// a refcount per call.
     pub(crate) static_name: &'static str,
     /// Where several of its calls can go in one request (a forwarded verb whose
     /// upstream has `system.multicall`; see `batch.rs`).
-    pub(crate) group: Option<super::batch::Group>,
+    pub(crate) group: Option<crate::verbs::batch::Group>,
     names: &'static [&'static str],
     run: Run,
 }
@@ -134,11 +134,11 @@ pub struct VerbTable {
     aliases: Names<String>,
     /// Verbs that may change while serving (upstream verbs), consulted only for names
     /// the table does not own (see `extra.rs`).
-    pub(crate) extra: Arc<super::extra::Extra>,
+    pub(crate) extra: Arc<crate::verbs::extra::Extra>,
     /// Calls per `system.multicall` (the server sets it from `max_batch`).
     pub(crate) max_batch: usize,
     /// Metrics and access log, set by the server (none for a table called directly).
-    pub(crate) observer: Option<Arc<crate::observe::Observer>>,
+    pub(crate) observer: Option<Arc<crate::verbs::Observer>>,
 }
 
 impl Default for VerbTable {
@@ -159,10 +159,10 @@ impl VerbTable {
     /// `system.multicall`, and event subscriptions (`subscribe`, `unsubscribe`).
     pub fn new() -> Self {
         let mut t = VerbTable::default();
-        super::introspect::register(&mut t);
-        super::openrpc::register(&mut t);
-        super::multicall::register(&mut t);
-        super::subscriptions::register(&mut t);
+        crate::verbs::introspect::register(&mut t);
+        crate::verbs::openrpc::register(&mut t);
+        crate::verbs::multicall::register(&mut t);
+        crate::verbs::subscriptions::register(&mut t);
         t
     }
 
@@ -237,7 +237,7 @@ impl VerbTable {
     /// Take the verbs out of a table built only to hold them (the gateway builds its
     /// upstream verbs in one, then serves them as the changing set).
     #[cfg(feature = "gateway")]
-    pub(crate) fn into_verbs(self) -> super::extra::VerbSet {
+    pub(crate) fn into_verbs(self) -> crate::verbs::extra::VerbSet {
         self.verbs
     }
 
@@ -378,7 +378,7 @@ impl VerbTable {
         buf: &[u8],
         max_depth: usize,
         ctx: &CallContext,
-        write_now: super::typed::WriteNow<'_>,
+        write_now: crate::verbs::typed::WriteNow<'_>,
     ) -> Option<(usize, Dispatched)> {
         let Run::Typed(t) = &verb.run else {
             return None;
@@ -393,7 +393,7 @@ impl VerbTable {
                 .map(|o| o.begin(method, Some(verb), ctx));
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let hooks = super::typed::Hooks {
+            let hooks = crate::verbs::typed::Hooks {
                 begin: &mut begin,
                 write_now,
             };
@@ -468,7 +468,7 @@ impl Found<'_> {
 }
 
 /// A call that ended before it started running (unknown verb, bad parameters).
-fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Dispatched {
+fn done(call: Option<crate::verbs::Call>, r: Result<Output, RpcError>) -> Dispatched {
     if let Some(c) = call {
         c.finish(&r);
     }
@@ -479,8 +479,8 @@ fn done(call: Option<crate::observe::Call>, r: Result<Output, RpcError>) -> Disp
 fn settle(
     verb: &Arc<Verb>,
     started: Dispatched,
-    abort: &Option<Arc<super::Abort>>,
-    call: Option<crate::observe::Call>,
+    abort: &Option<Arc<crate::verbs::Abort>>,
+    call: Option<crate::verbs::Call>,
 ) -> Dispatched {
     match started {
         Dispatched::Running(fut) => guard(verb, fut, abort, call),
@@ -503,8 +503,8 @@ fn settle(
 fn guard(
     verb: &Arc<Verb>,
     mut fut: Reply,
-    abort: &Option<Arc<super::Abort>>,
-    call: Option<crate::observe::Call>,
+    abort: &Option<Arc<crate::verbs::Abort>>,
+    call: Option<crate::verbs::Call>,
 ) -> Dispatched {
     if verb.policy.limit.is_none() {
         match std::panic::catch_unwind(AssertUnwindSafe(|| (&mut fut).now_or_never())) {
@@ -533,7 +533,7 @@ fn guard(
                     drop(permit);
                     r
                 }),
-                Err(_) => return done(call, Err(super::policy::busy(&verb.name, limit.max))),
+                Err(_) => return done(call, Err(crate::verbs::policy::busy(&verb.name, limit.max))),
             },
         };
     }
@@ -542,7 +542,7 @@ fn guard(
         fut = Box::pin(async move {
             match tokio::time::timeout(t, fut).await {
                 Ok(r) => r,
-                Err(_) => Err(super::policy::timed_out(&name_of.name, t)),
+                Err(_) => Err(crate::verbs::policy::timed_out(&name_of.name, t)),
             }
         });
     }
@@ -637,7 +637,7 @@ fn missing(verb: &Verb, i: usize) -> RpcError {
 /// Builder returned by [`VerbTable::verb`].
 pub struct VerbBuilder<'t> {
     table: &'t mut VerbTable,
-    group: Option<super::batch::Group>,
+    group: Option<crate::verbs::batch::Group>,
     name: String,
     params: Vec<ParamSpec>,
     returns: &'static str,
@@ -715,9 +715,9 @@ impl VerbBuilder<'_> {
         F: Fn(P, CallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, E>> + Send + 'static,
     {
-        self.params = super::schema::params_of::<P>();
-        let result = super::schema::schema_of::<R>();
-        self.returns = super::schema::kind_of(&result);
+        self.params = crate::verbs::schema::params_of::<P>();
+        let result = crate::verbs::schema::schema_of::<R>();
+        self.returns = crate::verbs::schema::kind_of(&result);
         let run = Run::Typed(Arc::new(Typed::<P, _> {
             handler: AsyncHandler(f),
             _params: std::marker::PhantomData,
@@ -761,9 +761,9 @@ impl VerbBuilder<'_> {
         E: Into<RpcError> + 'static,
         F: Fn(P, &CallContext) -> Result<R, E> + Send + Sync + 'static,
     {
-        self.params = super::schema::params_of::<P>();
-        let result = super::schema::schema_of::<R>();
-        self.returns = super::schema::kind_of(&result);
+        self.params = crate::verbs::schema::params_of::<P>();
+        let result = crate::verbs::schema::schema_of::<R>();
+        self.returns = crate::verbs::schema::kind_of(&result);
         let run = Run::Typed(Arc::new(Typed::<P, _> {
             handler: SyncHandler(Arc::new(f)),
             _params: std::marker::PhantomData,
@@ -788,7 +788,7 @@ impl VerbBuilder<'_> {
             name,
             kind,
             optional,
-            schema: super::schema::schema_of_kind(kind),
+            schema: crate::verbs::schema::schema_of_kind(kind),
         });
         self
     }
@@ -849,7 +849,7 @@ impl VerbBuilder<'_> {
 
     /// Let batches send several calls of this verb in one request (see `batch.rs`).
     #[cfg(feature = "gateway")]
-    pub(crate) fn group(mut self, g: super::batch::Group) -> Self {
+    pub(crate) fn group(mut self, g: crate::verbs::batch::Group) -> Self {
         self.group = Some(g);
         self
     }
@@ -886,14 +886,14 @@ impl VerbBuilder<'_> {
         );
         let verb = Verb {
             name: self.name.clone(),
-            result: result.unwrap_or_else(|| super::schema::schema_of_kind(self.returns)),
+            result: result.unwrap_or_else(|| crate::verbs::schema::schema_of_kind(self.returns)),
             params: self.params,
             returns: self.returns,
             help: self.help,
             signatures: self.signatures,
             policy: self.policy,
             stats: Default::default(),
-            static_name: super::extra::intern(&self.name),
+            static_name: crate::verbs::extra::intern(&self.name),
             group: self.group,
             names,
             run,

@@ -2,10 +2,10 @@
 //! `Serialize` type. The type is read straight from what arrived (msgpack bytes through
 //! rpcmux-msgpack-rpc's serde reader, or a `Value` tree), and its JSON Schema describes the verb.
 
-use super::output::{Encode, Output};
-use super::params_de::{explain, ParamsDe, Shape};
-use super::table::Dispatched;
-use super::CallContext;
+use crate::verbs::output::{Encode, Output};
+use crate::verbs::params_de::{explain, ParamsDe, Shape};
+use crate::verbs::table::Dispatched;
+use crate::verbs::CallContext;
 use rpcmux_value::{Params, RpcError, Value};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -172,11 +172,11 @@ pub(crate) trait TypedHandler<P>: Send + Sync {
     }
 }
 
-/// An `async` handler ([`VerbBuilder::typed`](super::VerbBuilder::typed)): its future
+/// An `async` handler ([`VerbBuilder::typed`](crate::verbs::VerbBuilder::typed)): its future
 /// is the call (the cap's admission happens when it is polled).
 pub(crate) struct AsyncHandler<F>(pub F);
 
-/// A synchronous handler ([`VerbBuilder::typed_sync`](super::VerbBuilder::typed_sync)):
+/// A synchronous handler ([`VerbBuilder::typed_sync`](crate::verbs::VerbBuilder::typed_sync)):
 /// it answers as it is called, with no future to allocate or poll; shared with a
 /// deferred call's future.
 pub(crate) struct SyncHandler<F>(pub std::sync::Arc<F>);

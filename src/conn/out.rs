@@ -1,0 +1,285 @@
+//! Output waiting for one stream connection: bytes written in place, and shared chunks.
+//!
+//! Replies and small frames are written into one buffer (`Deref` to [`BytesMut`], so a
+//! framer writes as it always did). Bytes that several connections send alike (an
+//! event encoded once for every subscriber) or that are too big to copy (a large reply)
+//! go in as [`Bytes`] chunks, in order: 256 subscribers of an 8 MiB event hold one copy
+//! of it and a few bytes of headers each, not 256 copies.
+//!
+//! [`Out::pending`] is everything not yet written (what the per-connection cap judges);
+//! [`Out::owned`] leaves out the shared chunks, which are charged to the output budget
+//! once, by their owner, when they are encoded (see [`shared`]).
+
+use crate::conn::budget::{Budget, Charge};
+use bytes::{Buf, Bytes, BytesMut};
+use std::collections::VecDeque;
+use std::io::IoSlice;
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+/// A reply at least this big goes in as a chunk of its own instead of being copied.
+const MOVE_AT: usize = 64 * 1024;
+
+/// Chunks handed to one vectored write.
+const MAX_SLICES: usize = 16;
+
+/// One connection's unsent output.
+pub(crate) struct Out {
+    /// Chunks, oldest first, all of them before `buf`.
+    chunks: VecDeque<(Bytes, bool)>,
+    /// Bytes in `chunks`, and of those the shared ones.
+    chunked: usize,
+    shared: usize,
+    buf: BytesMut,
+    budget: Arc<Budget>,
+}
+
+impl Deref for Out {
+    type Target = BytesMut;
+    fn deref(&self) -> &BytesMut {
+        &self.buf
+    }
+}
+
+impl DerefMut for Out {
+    fn deref_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+}
+
+impl Out {
+    /// Empty output; shared encodings made for it are charged to `budget`.
+    pub(crate) fn new(budget: Arc<Budget>) -> Out {
+        Out {
+            chunks: VecDeque::new(),
+            chunked: 0,
+            shared: 0,
+            buf: BytesMut::new(),
+            budget,
+        }
+    }
+
+    /// The process's output budget (for encodings shared among connections).
+    pub(crate) fn budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
+    /// Every byte not yet written.
+    pub(crate) fn pending(&self) -> usize {
+        self.chunked + self.buf.len()
+    }
+
+    /// Nothing waits to be written.
+    pub(crate) fn is_done(&self) -> bool {
+        self.chunked == 0 && self.buf.is_empty()
+    }
+
+    /// Bytes held for this connection alone (shared chunks left out).
+    pub(crate) fn owned(&self) -> usize {
+        self.pending() - self.shared
+    }
+
+    /// Memory the buffer holds, written or not (for giving it back).
+    pub(crate) fn capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
+    /// Append bytes other connections may send too (not copied).
+    pub(crate) fn put_shared(&mut self, bytes: Bytes) {
+        self.push(bytes, true);
+    }
+
+    /// Append an encoded reply: moved as a chunk when big, else copied.
+    pub(crate) fn put_owned(&mut self, body: impl Into<Bytes> + AsRef<[u8]>) {
+        if body.as_ref().len() >= MOVE_AT {
+            self.push(body.into(), false);
+        } else {
+            self.buf.extend_from_slice(body.as_ref());
+        }
+    }
+
+    fn push(&mut self, bytes: Bytes, shared: bool) {
+        if bytes.is_empty() {
+            return;
+        }
+        if !self.buf.is_empty() {
+            let head = self.buf.split().freeze();
+            self.chunked += head.len();
+            self.chunks.push_back((head, false));
+        }
+        self.chunked += bytes.len();
+        if shared {
+            self.shared += bytes.len();
+        }
+        self.chunks.push_back((bytes, shared));
+    }
+
+    /// Move everything in `other` to the end of this output, in order.
+    pub(crate) fn append(&mut self, other: &mut Out) {
+        for (bytes, shared) in other.chunks.drain(..) {
+            self.push(bytes, shared);
+        }
+        other.chunked = 0;
+        other.shared = 0;
+        if !other.buf.is_empty() {
+            if self.chunks.is_empty() {
+                self.buf.extend_from_slice(&other.buf);
+                other.buf.clear();
+            } else {
+                let rest = other.buf.split().freeze();
+                self.push(rest, false);
+            }
+        }
+    }
+
+    /// Up to [`MAX_SLICES`] slices of what waits, in order, for one vectored write.
+    pub(crate) fn slices<'a>(&'a self, into: &mut Vec<IoSlice<'a>>) {
+        into.clear();
+        for (b, _) in self.chunks.iter().take(MAX_SLICES) {
+            into.push(IoSlice::new(b));
+        }
+        if into.len() < MAX_SLICES && !self.buf.is_empty() {
+            into.push(IoSlice::new(&self.buf));
+        }
+    }
+
+    /// The first contiguous piece of what waits.
+    pub(crate) fn front(&self) -> &[u8] {
+        match self.chunks.front() {
+            Some((b, _)) => b,
+            None => &self.buf,
+        }
+    }
+
+    /// Whether what waits is in more than one piece (a vectored write helps).
+    pub(crate) fn is_chunked(&self) -> bool {
+        !self.chunks.is_empty()
+    }
+
+    /// `n` bytes were written.
+    pub(crate) fn advance(&mut self, mut n: usize) {
+        while n > 0 {
+            let Some((front, shared)) = self.chunks.front_mut() else {
+                self.buf.advance(n);
+                return;
+            };
+            let take = n.min(front.len());
+            front.advance(take);
+            self.chunked -= take;
+            if *shared {
+                self.shared -= take;
+            }
+            n -= take;
+            if front.is_empty() {
+                self.chunks.pop_front();
+            }
+        }
+    }
+
+    /// Give the buffer's memory back (nothing may wait).
+    pub(crate) fn release(&mut self) {
+        debug_assert!(self.is_done());
+        self.buf = BytesMut::new();
+        self.chunks = VecDeque::new();
+    }
+}
+
+/// Bytes several connections send alike, charged once to the output budget while any
+/// connection still holds them (small ones are not charged: see [`crate::conn::budget::SMALL`]).
+pub(crate) fn shared(bytes: impl Into<Vec<u8>>, budget: &Arc<Budget>) -> Bytes {
+    let bytes: Vec<u8> = bytes.into();
+    if bytes.len() <= crate::conn::budget::SMALL {
+        return Bytes::from(bytes);
+    }
+    let charge = budget.charge(bytes.len());
+    Bytes::from_owner(Charged {
+        bytes,
+        _charge: charge,
+    })
+}
+
+/// Encoded bytes and the budget charge they hold until the last holder drops them.
+struct Charged {
+    bytes: Vec<u8>,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for Charged {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(out: &Out) -> Vec<u8> {
+        let mut v = Vec::new();
+        for (b, _) in &out.chunks {
+            v.extend_from_slice(b);
+        }
+        v.extend_from_slice(&out.buf);
+        v
+    }
+
+    #[test]
+    fn order_is_kept_across_buffer_and_chunks() {
+        let budget = Budget::new(1 << 20);
+        let mut out = Out::new(budget.clone());
+        out.extend_from_slice(b"head:");
+        out.put_shared(Bytes::from_static(b"SHARED"));
+        out.extend_from_slice(b"\0");
+        out.put_owned(vec![b'x'; MOVE_AT]);
+        out.extend_from_slice(b"tail");
+        assert_eq!(out.pending(), 5 + 6 + 1 + MOVE_AT + 4);
+        assert_eq!(out.owned(), out.pending() - 6);
+        let all = collect(&out);
+        assert!(all.starts_with(b"head:SHARED\0xx"));
+        assert!(all.ends_with(b"xxtail"));
+        // Written in odd steps, the bytes come out in the same order.
+        let mut written = Vec::new();
+        while !out.is_done() {
+            let n = out.front().len().min(7);
+            written.extend_from_slice(&out.front()[..n]);
+            out.advance(n);
+        }
+        assert_eq!(written, all);
+        assert_eq!(out.owned(), 0);
+    }
+
+    #[test]
+    fn a_shared_encoding_is_charged_once_until_its_last_holder_drops_it() {
+        let budget = Budget::new(1 << 30);
+        let big = shared(vec![7u8; 1 << 20], &budget);
+        assert_eq!(budget.used(), 1 << 20);
+        let mut outs: Vec<Out> = (0..64).map(|_| Out::new(budget.clone())).collect();
+        for o in &mut outs {
+            o.put_shared(big.clone());
+        }
+        drop(big);
+        assert_eq!(budget.used(), 1 << 20, "one charge for 64 holders");
+        assert!(outs
+            .iter()
+            .all(|o| o.owned() == 0 && o.pending() == 1 << 20));
+        outs.truncate(1);
+        assert_eq!(budget.used(), 1 << 20);
+        outs.clear();
+        assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn append_moves_another_output_in_order() {
+        let budget = Budget::new(1 << 20);
+        let mut a = Out::new(budget.clone());
+        let mut b = Out::new(budget);
+        a.extend_from_slice(b"1");
+        b.extend_from_slice(b"2");
+        b.put_shared(Bytes::from_static(b"3"));
+        b.extend_from_slice(b"4");
+        a.append(&mut b);
+        assert!(b.is_done());
+        assert_eq!(collect(&a), b"1234");
+        assert_eq!(a.owned(), 3);
+    }
+}

@@ -1,0 +1,96 @@
+//! What may come in front of the application protocol: a PROXY header, then TLS.
+//!
+//! Both are found by the same sniffer as the protocols (their probes sit in the same
+//! table), and after either the stream is sniffed again. [`Stage`] records how far a
+//! connection has come, so that each layer is admitted at most once and in order:
+//! PROXY only as the very first bytes and only from a trusted network, TLS only
+//! outside TLS and only when configured, plaintext only where the TLS mode allows.
+
+pub(crate) mod proxy;
+pub(crate) mod tls;
+
+use crate::config::{Config, TlsMode};
+use proxy::Trusted;
+use crate::server::ConnInfo;
+use crate::sniff::{Detected, Probes};
+use tls::Tls;
+use std::io;
+
+/// How far a connection has come through the front layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Stage {
+    /// Nothing read yet: a PROXY header or TLS may come.
+    Start,
+    /// After a trusted PROXY header: TLS may come.
+    Proxied,
+    /// Inside TLS.
+    Tls,
+}
+
+/// A listener's front-layer settings, built once at bind time.
+pub(crate) struct Front {
+    tls: Option<Tls>,
+    mode: TlsMode,
+    trusted: Trusted,
+}
+
+impl Front {
+    /// Load the TLS material (a bad or missing PEM fails here, before any socket is
+    /// bound) and the trusted PROXY networks.
+    pub fn from_config(config: &Config) -> io::Result<Front> {
+        let mode = config.tls.mode();
+        let tls = match mode {
+            TlsMode::Off => None,
+            TlsMode::Optional | TlsMode::Required => Some(Tls::from_config(&config.tls)?),
+        };
+        if tls.is_some() {
+            let mutual = config.tls.client_ca.is_some();
+            tracing::info!(?mode, mutual, "TLS on");
+        }
+        Ok(Front {
+            tls,
+            mode,
+            trusted: Trusted::new(&config.proxy_from),
+        })
+    }
+
+    /// Is `ip` a trusted PROXY peer (a balancer, whose socket carries many clients)?
+    pub fn trusts(&self, ip: std::net::IpAddr) -> bool {
+        self.trusted.contains(ip)
+    }
+
+    pub fn tls(&self) -> Option<&Tls> {
+        self.tls.as_ref()
+    }
+
+    /// Put the PROXY probe first (a v1 header looks like an HTTP request line) and
+    /// the TLS probe after the protocols' (no protocol starts with 0x16). Both are
+    /// always there, so a ClientHello to a plaintext listener or a PROXY header from
+    /// a stranger is named in the log rather than called an unknown protocol.
+    pub fn probes(probes: Probes) -> Probes {
+        probes
+            .with_first(Detected::ProxyHeader, proxy::probe)
+            .with(Detected::Tls, tls::probe)
+    }
+
+    /// Whether `detected` may run on this connection at its stage; `Err` says why not.
+    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> Result<(), &'static str> {
+        let refused = match detected {
+            Detected::ProxyHeader if info.stage != Stage::Start => {
+                "PROXY header after the start of the connection"
+            }
+            Detected::ProxyHeader if !self.trusted.contains(info.peer.ip()) => {
+                "PROXY header from an untrusted source (not in proxy_from)"
+            }
+            Detected::ProxyHeader => return Ok(()),
+            Detected::Tls if info.stage == Stage::Tls => "TLS inside TLS",
+            Detected::Tls if self.tls.is_none() => "TLS ClientHello but TLS is off",
+            Detected::Tls => return Ok(()),
+            _ if self.mode == TlsMode::Required && info.stage != Stage::Tls => {
+                "plaintext refused: TLS is required"
+            }
+            _ => return Ok(()),
+        };
+        Err(refused)
+    }
+}

@@ -1,0 +1,12 @@
+//! HTTP/1.1: the hyper service that routes XML-RPC, JSON-RPC and msgpack-rpc bodies,
+//! the WebSocket upgrade, `/health`, `/ready`, `/metrics` and the console; request
+//! bodies (limits, encodings), reply bodies (charged to the output budget), and the
+//! origin checks a browser's requests pass.
+
+pub(crate) mod body;
+mod console;
+pub(crate) mod encoding;
+pub(crate) mod metrics_only;
+pub(crate) mod origin;
+pub(crate) mod reply;
+pub(crate) mod service;

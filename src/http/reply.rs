@@ -1,0 +1,145 @@
+//! The body of an HTTP reply, held against the process's output budget until written.
+//!
+//! A client that sends a small request for a large reply and never reads it makes the
+//! server hold the reply. A big RPC reply is therefore handed to hyper in slices, each
+//! carrying its share of the charge to `max_total_output` until hyper has written and
+//! dropped it (hyper queues up to 16 slices before it asks for more); the rest stays
+//! charged in the body. The charge goes when the reply is written or the connection is
+//! dropped. Small bodies (pages, errors, pings) are plain
+//! [`Full`] bodies, charged nothing.
+
+use crate::conn::budget::{Budget, Charge};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::{Body, Frame, SizeHint};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// Bytes handed to hyper at a time.
+const SLICE: usize = 64 * 1024;
+
+/// A reply body: a small one whole, a big one in charged slices.
+pub(crate) enum ReplyBody {
+    Whole(Full<Bytes>),
+    Charged { rest: Bytes, charge: Charge },
+}
+
+impl ReplyBody {
+    /// `bytes` as a reply body; over [`crate::conn::budget::SMALL`] it is charged to `budget`.
+    pub(crate) fn charged(bytes: Bytes, budget: &Arc<Budget>) -> ReplyBody {
+        if bytes.len() <= crate::conn::budget::SMALL {
+            return ReplyBody::Whole(Full::new(bytes));
+        }
+        let charge = budget.charge(bytes.len());
+        ReplyBody::Charged {
+            rest: bytes,
+            charge,
+        }
+    }
+}
+
+impl From<Full<Bytes>> for ReplyBody {
+    fn from(full: Full<Bytes>) -> ReplyBody {
+        ReplyBody::Whole(full)
+    }
+}
+
+impl Body for ReplyBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            ReplyBody::Whole(full) => Pin::new(full).poll_frame(cx),
+            ReplyBody::Charged { rest, charge } => {
+                if rest.is_empty() {
+                    return Poll::Ready(None);
+                }
+                let slice = rest.split_to(rest.len().min(SLICE));
+                // The slice keeps its share of the charge until hyper has written and
+                // dropped it (hyper queues up to 16 slices).
+                let share = charge.split(slice.len());
+                let slice = Bytes::from_owner(ChargedSlice {
+                    bytes: slice,
+                    _charge: share,
+                });
+                Poll::Ready(Some(Ok(Frame::data(slice))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ReplyBody::Whole(full) => full.is_end_stream(),
+            ReplyBody::Charged { rest, .. } => rest.is_empty(),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ReplyBody::Whole(full) => full.size_hint(),
+            ReplyBody::Charged { rest, .. } => SizeHint::with_exact(rest.len() as u64),
+        }
+    }
+}
+
+/// A slice handed to hyper and the charge it holds until hyper drops it.
+struct ChargedSlice {
+    bytes: Bytes,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for ChargedSlice {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn a_big_body_is_charged_until_taken_and_comes_out_whole() {
+        let budget = Budget::new(1 << 30);
+        let data: Bytes = (0..300_000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
+        let mut body = ReplyBody::charged(data.clone(), &budget);
+        assert_eq!(body.size_hint().exact(), Some(300_000));
+        assert_eq!(budget.used(), 300_000);
+        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
+        assert_eq!(first.len(), SLICE);
+        assert_eq!(
+            budget.used(),
+            300_000,
+            "a slice hyper holds is still charged"
+        );
+        let mut all = first.to_vec();
+        drop(first);
+        assert_eq!(
+            budget.used(),
+            300_000 - SLICE,
+            "a slice written and dropped is not"
+        );
+        while let Some(f) = body.frame().await {
+            all.extend_from_slice(&f.unwrap().into_data().unwrap());
+        }
+        assert_eq!(all, data);
+        assert_eq!(budget.used(), 0);
+        let small = ReplyBody::charged(Bytes::from_static(b"ok"), &budget);
+        assert_eq!(budget.used(), 0, "small bodies are not charged");
+        drop(small);
+        let dropped = ReplyBody::charged(data, &budget);
+        drop(dropped);
+        assert_eq!(
+            budget.used(),
+            0,
+            "a dropped connection gives its reply's charge back"
+        );
+    }
+}

@@ -1,0 +1,603 @@
+//! HTTP/1.x (hyper): RPC bodies routed by Content-Type, plus `GET /`, `/health`,
+//! `/ready` and `/metrics`.
+//!
+//! `application/json`, `application/json-rpc` (jsonrpclib), or no Content-Type with
+//! a JSON body (tinyrpc sends none) are JSON-RPC. Errors that happen before a body
+//! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
+//! caller's protocol where one can be told.
+
+use crate::http::body::{self, BodyError, BodyLimits};
+use crate::http::encoding;
+use crate::http::reply::ReplyBody;
+use crate::rpc::jsonrpc::Bounds;
+use crate::http::origin::{self, Verdict};
+use crate::stream::websocket::{handshake, Subprotocol};
+use crate::offload;
+use crate::io::{Rewind, StallClock, Stream, WriteStall};
+use crate::server::{ConnInfo, Shared};
+use bytes::Bytes;
+use bytes::BytesMut;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{
+    HeaderValue, ACCEPT_ENCODING, ALLOW, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH,
+    CONTENT_TYPE, VARY,
+};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rpcmux_value::RpcError;
+use std::convert::Infallible;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+pub(crate) type Reply = Response<ReplyBody>;
+
+/// What a POST body is, by its Content-Type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyKind {
+    Json,
+    Xml,
+    Msgpack,
+    /// No Content-Type: decided from the body's first byte.
+    Unlabelled,
+}
+
+fn body_kind(req: &Request<Incoming>) -> Result<BodyKind, String> {
+    let Some(ct) = req.headers().get(CONTENT_TYPE) else {
+        return Ok(BodyKind::Unlabelled);
+    };
+    let ct = ct
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim();
+    match ct.to_ascii_lowercase().as_str() {
+        "application/json" | "application/json-rpc" | "application/jsonrequest" => {
+            Ok(BodyKind::Json)
+        }
+        // curl -d labels everything form-urlencoded; judge such bodies by their bytes.
+        "text/xml" | "application/xml" => Ok(BodyKind::Xml),
+        "application/msgpack" | "application/x-msgpack" | "application/vnd.msgpack" => {
+            Ok(BodyKind::Msgpack)
+        }
+        "" | "application/x-www-form-urlencoded" => Ok(BodyKind::Unlabelled),
+        other => Err(other.to_owned()),
+    }
+}
+
+/// hyper's read buffer cap: a request head must fit (nginx allows 32 KiB by default).
+const MAX_HTTP_BUF: usize = 64 * 1024;
+
+/// After this long without a request or a byte moving, an HTTP connection gives its
+/// hyper state back (read and write buffers, 8 KiB each) and waits for its next
+/// request holding only the socket.
+const RELEASE_IDLE_AFTER: Duration = Duration::from_secs(1);
+
+/// Serve HTTP/1.x on `io` with keep-alive. While a connection is idle its hyper state is
+/// released: hyper keeps an 8 KiB read buffer reserved and an 8 KiB header buffer for
+/// as long as a connection lives, which made an idle keep-alive connection cost ~37 KiB.
+/// An idle connection is ended gracefully between requests (hyper hands back the socket
+/// and any bytes it had read), waits for its next byte with a small buffer, and starts a
+/// fresh hyper connection with that byte replayed.
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let idle = shared
+        .config
+        .limits
+        .idle_timeout()
+        .min(Duration::from_secs(3600));
+    let mut io = io;
+    // Since when a request head has been arriving across releases: a release must not
+    // restart the header deadline of a client that trickles its headers.
+    let mut partial_since: Option<tokio::time::Instant> = None;
+    loop {
+        let Some(parts) = serve_until_idle(io, &info, &shared, idle).await else {
+            return;
+        };
+        // Idle: only the socket (and bytes hyper had read, if any) is kept.
+        let (rest, mut inner) = parts;
+        if !rest.is_empty() {
+            let since = *partial_since.get_or_insert_with(tokio::time::Instant::now);
+            if since.elapsed() >= idle {
+                tracing::debug!(peer = %info.peer, "request head not complete by the idle timeout; closing");
+                return;
+            }
+            io = Rewind::new(rest, inner);
+            continue;
+        }
+        partial_since = None;
+        // An empty `Bytes` from hyper still owns its 8 KiB read buffer: let it go now.
+        drop(rest);
+        let mut first = BytesMut::with_capacity(512);
+        let next = tokio::select! {
+            _ = shared.shutdown.cancelled() => return,
+            r = tokio::time::timeout(idle, inner.read_buf(&mut first)) => r,
+        };
+        match next {
+            Ok(Ok(n)) if n > 0 => io = Rewind::new(first.freeze(), inner),
+            _ => return, // closed, failed, or idle past idle_timeout
+        }
+    }
+}
+
+/// Run one hyper connection until it ends (`None`) or goes idle and is released:
+/// then the bytes it had read but not used, and the stream.
+async fn serve_until_idle<S: Stream>(
+    io: Rewind<S>,
+    info: &ConnInfo,
+    shared: &Arc<Shared>,
+    idle: Duration,
+) -> Option<(Bytes, S)> {
+    let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Set when a request was answered 101: the socket then leaves hyper for the
+    // WebSocket session (hyper's own upgrade needs `with_upgrades`, which has no
+    // `into_parts` for the idle release below; `poll_without_shutdown` returns after
+    // the 101 instead, with the socket and the bytes read past the request).
+    let upgrade: Arc<std::sync::Mutex<Option<Subprotocol>>> = Default::default();
+    let svc_shared = shared.clone();
+    let svc_info = info.clone();
+    let svc_busy = busy.clone();
+    let svc_upgrade = upgrade.clone();
+    let service = hyper::service::service_fn(move |req| {
+        let (shared, info, busy) = (svc_shared.clone(), svc_info.clone(), svc_busy.clone());
+        let upgrade = svc_upgrade.clone();
+        Box::pin(async move {
+            // Counts requests being answered, and every request ever seen (high bits).
+            busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
+            let reply = route(req, &shared, &info, &upgrade).await;
+            busy.fetch_sub(1, Ordering::Relaxed);
+            Ok::<_, Infallible>(reply)
+        })
+    });
+    // Since when the peer has read nothing while a reply waits (`send_timeout`).
+    let stall = StallClock::new();
+    let send_timeout = shared.config.limits.send_timeout();
+    let mut conn = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        // Also bounds how long an idle keep-alive connection may wait for its next request.
+        .header_read_timeout(idle)
+        .keep_alive(true)
+        // Clients that half-close after sending (nc, some scripts) still get their reply.
+        .half_close(true)
+        // hyper reads ahead into a buffer of up to this much (400 KiB by default): 300
+        // connections whose large bodies wait for the budget held 117 MiB that way.
+        .max_buf_size(MAX_HTTP_BUF)
+        .serve_connection(TokioIo::new(WriteStall::new(io, stall.clone())), service);
+    let mut check = tokio::time::interval(RELEASE_IDLE_AFTER);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    check.reset();
+    let mut seen = 0;
+    let mut releasing = false;
+    let shutting_down = shared.shutdown.cancelled();
+    tokio::pin!(shutting_down);
+    loop {
+        tokio::select! {
+            r = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
+                if let Err(e) = r {
+                    tracing::debug!(peer = %info.peer, error = %e, "http connection ended with an error");
+                    return None;
+                }
+                let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
+                if let Some(sub) = sub {
+                    let (rest, io) = take_parts(conn.into_parts());
+                    let io = Rewind::new(rest, io);
+                    let (info, shared) = (info.clone(), shared.clone());
+                    // Boxed: the session's future is not part of every HTTP connection's.
+                    Box::pin(crate::stream::websocket::serve(io, info, shared, sub)).await;
+                    return None;
+                }
+                if !releasing || shared.shutdown.is_cancelled() {
+                    // The client closed, or asked to (Connection: close), or shutdown.
+                    let mut io = conn.into_parts().io.into_inner().into_inner();
+                    let _ = io.shutdown().await;
+                    return None;
+                }
+                tracing::trace!(peer = %info.peer, "idle HTTP connection released its buffers");
+                return Some(take_parts(conn.into_parts()));
+            }
+            _ = &mut shutting_down, if !releasing => {
+                std::pin::Pin::new(&mut conn).graceful_shutdown();
+                releasing = true;
+            }
+            _ = check.tick() => {
+                if stall.stalled_for().is_some_and(|t| t >= send_timeout) {
+                    // The reply (and hyper's buffers) go with the connection.
+                    tracing::info!(peer = %info.peer, "peer stopped reading (send_timeout); closing");
+                    if let Some(m) = &shared.metrics {
+                        m.refused("send_timeout");
+                    }
+                    return None;
+                }
+                if releasing {
+                    continue;
+                }
+                let now = busy.load(Ordering::Relaxed);
+                // No request started or running since the last tick: idle.
+                if now == seen && now & ((1 << 20) - 1) == 0 {
+                    std::pin::Pin::new(&mut conn).graceful_shutdown();
+                    releasing = true;
+                }
+                seen = now;
+            }
+        }
+    }
+}
+
+/// The socket of a hyper connection that has stopped, and the bytes read from it that
+/// hyper did not use (they come before any it had not yet read from the rewind).
+fn take_parts<S: Stream, F>(
+    parts: hyper::server::conn::http1::Parts<TokioIo<WriteStall<Rewind<S>>>, F>,
+) -> (Bytes, S) {
+    let (unread, io) = parts.io.into_inner().into_inner().into_parts();
+    let rest = if unread.is_empty() {
+        parts.read_buf
+    } else {
+        [parts.read_buf, unread].concat().into()
+    };
+    (rest, io)
+}
+
+/// The origin rule (`transport/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
+async fn route(
+    req: Request<Incoming>,
+    shared: &Shared,
+    info: &ConnInfo,
+    upgrade: &std::sync::Mutex<Option<Subprotocol>>,
+) -> Reply {
+    if origin::from_browser(req.headers())
+        && !origin::host_allowed(req.headers(), &shared.config.web.allowed_hosts)
+    {
+        // DNS rebinding: a page on a name the attacker points at this server is "same
+        // origin" with it; only the names the server is known by are served to browsers.
+        tracing::info!(peer = %info.peer, host = ?req.headers().get(hyper::header::HOST), "browser request for a host name not allowed; answering 403");
+        if let Some(m) = &shared.metrics {
+            m.refused("host");
+        }
+        return text(
+            StatusCode::FORBIDDEN,
+            "host name not allowed for browsers (see [web] allowed_hosts, --allow-host)\n",
+        );
+    }
+    let verdict = origin::judge(req.headers(), &shared.config.web.allowed_origins);
+    let is_ws = handshake::is_upgrade(&req);
+    if let Verdict::Refused(o) = &verdict {
+        if is_ws || req.method() == Method::POST || req.method() == Method::OPTIONS {
+            tracing::info!(peer = %info.peer, origin = %o, "origin not allowed; answering 403");
+            return text(
+                StatusCode::FORBIDDEN,
+                "origin not allowed (see [web] allowed_origins)\n",
+            );
+        }
+    }
+    if is_ws {
+        let (reply, sub) = handshake::accept(&req);
+        if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
+            *u = Some(sub);
+        }
+        return reply.map(ReplyBody::from);
+    }
+    let Verdict::Allowed(origin) = verdict else {
+        return route_rpc(req, shared, info).await;
+    };
+    if req.method() == Method::OPTIONS {
+        // A CORS preflight from an allowed origin.
+        let mut r = with_type(
+            StatusCode::NO_CONTENT,
+            Bytes::new(),
+            "text/plain; charset=utf-8",
+        );
+        origin::cors_headers(r.headers_mut(), origin, true);
+        return r;
+    }
+    let mut r = route_rpc(req, shared, info).await;
+    origin::cors_headers(r.headers_mut(), origin, false);
+    r
+}
+
+async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+    match (req.method(), req.uri().path()) {
+        (&Method::POST, _) => rpc(req, shared, info).await,
+        (&Method::GET | &Method::HEAD, path @ ("/" | "/console.js" | "/favicon.ico"))
+            if crate::http::console::enabled(&shared.config)
+                && (path != "/" || crate::http::console::wants_html(&req)) =>
+        {
+            crate::http::console::serve(path).map(ReplyBody::from)
+        }
+        (&Method::GET | &Method::HEAD, "/metrics")
+            if !shared
+                .config
+                .ops
+                .metrics_from
+                .iter()
+                .any(|n| n.contains(&info.peer.ip().to_canonical())) =>
+        {
+            tracing::debug!(peer = %info.peer, "/metrics refused: not in [ops] metrics_from");
+            text(
+                StatusCode::FORBIDDEN,
+                "/metrics is not served to this address (see [ops] metrics_from, --metrics-from)\n",
+            )
+        }
+        (&Method::GET | &Method::HEAD, path) => match get(path, shared, wants_openmetrics(&req)) {
+            Some(r) => r,
+            None => text(StatusCode::NOT_FOUND, INDEX),
+        },
+        _ => {
+            let mut r = text(StatusCode::METHOD_NOT_ALLOWED, INDEX);
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("POST, GET"));
+            r
+        }
+    }
+}
+
+/// What `GET /` says: the endpoints, for whoever points a browser or curl at the port.
+const INDEX: &str = "rpcmux: XML-RPC, JSON-RPC and MessagePack-RPC on this port.
+POST /            an RPC body (text/xml, application/json, application/msgpack)
+GET  /health      200 while the process is up (liveness)
+GET  /ready       200 while serving, 503 once shutdown begins (readiness)
+GET  /metrics     Prometheus metrics (unless served on their own address)
+GET  (Upgrade: websocket, any path)  JSON-RPC 2.0, or STOMP 1.2 with v12.stomp
+The same port also speaks JSON-RPC and msgpack-rpc over raw TCP, and STOMP 1.2.
+A browser opening / gets the console page (unless --no-console).
+";
+
+/// The `GET` endpoints; `None`: not one of them. `openmetrics`: the client's Accept
+/// header asks for OpenMetrics (Prometheus does).
+pub(crate) fn get(path: &str, shared: &Shared, openmetrics: bool) -> Option<Reply> {
+    Some(match path {
+        "/" => text(StatusCode::OK, INDEX),
+        "/health" => text(StatusCode::OK, "ok\n"),
+        "/ready" if shared.draining.load(std::sync::atomic::Ordering::Acquire) => {
+            text(StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+        }
+        "/ready" => text(StatusCode::OK, "ready\n"),
+        "/metrics" if shared.config.ops.metrics_listen.is_none() => metrics(shared, openmetrics)?,
+        _ => return None,
+    })
+}
+
+/// `GET /metrics`: the exposition, OpenMetrics or the classic text format; `None`
+/// when metrics are off.
+pub(crate) fn metrics(shared: &Shared, openmetrics: bool) -> Option<Reply> {
+    let text = shared.metrics.as_ref()?.render(shared, openmetrics);
+    let ctype = if openmetrics {
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    } else {
+        "text/plain; version=0.0.4; charset=utf-8"
+    };
+    Some(with_type(StatusCode::OK, text.into(), ctype))
+}
+
+/// Does the request's Accept header ask for OpenMetrics?
+pub(crate) fn wants_openmetrics<B>(req: &Request<B>) -> bool {
+    req.headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/openmetrics-text"))
+}
+
+async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+    let kind = match body_kind(&req) {
+        Ok(k) => k,
+        Err(ct) => {
+            return text(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                &format!("unsupported Content-Type {ct:?}: use application/json or text/xml\n"),
+            )
+        }
+    };
+    let limits = &shared.config.limits;
+    let max = limits.max_body;
+    let too_large = |kind: BodyKind| {
+        if let Some(m) = &shared.metrics {
+            m.refused("body");
+        }
+        let e = RpcError::invalid_request(format!("request body larger than {max} bytes"));
+        error_reply(kind, StatusCode::PAYLOAD_TOO_LARGE, &e)
+    };
+    let headers = req.headers();
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let encoding = headers
+        .get(CONTENT_ENCODING)
+        .map(|v| v.to_str().unwrap_or("?"));
+    let Some(coding) = encoding::Coding::parse(encoding) else {
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &format!(
+                "unsupported Content-Encoding {:?}: use gzip, deflate or none\n",
+                encoding.unwrap_or_default()
+            ),
+        );
+    };
+    // A correlation id for the access log, as VDSM's clients and proxies send them.
+    let flow_id = FLOW_ID_HEADERS
+        .iter()
+        .find_map(|h| headers.get(h))
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.chars().take(128).collect::<String>());
+    let with_flow;
+    let info = match flow_id {
+        Some(f) => {
+            with_flow = ConnInfo {
+                flow_id: Some(f),
+                ..info.clone()
+            };
+            &with_flow
+        }
+        None => info,
+    };
+    let gzip_reply = headers
+        .get(ACCEPT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(encoding::accepts_gzip);
+    let body_limits = BodyLimits {
+        max,
+        gap: limits.body_timeout(),
+        min_rate: limits.min_body_rate,
+    };
+    let (mut body, mut charge) =
+        match body::collect(req.into_body(), declared, &body_limits, &shared.budget).await {
+            Ok(b) => b,
+            Err(BodyError::TooLarge) => return too_large(kind),
+            Err(BodyError::TooSlow(why)) => {
+                tracing::info!(peer = %info.peer, "{why}; answering 408");
+                let e = RpcError::invalid_request(why);
+                let mut r = error_reply(kind, StatusCode::REQUEST_TIMEOUT, &e);
+                r.headers_mut()
+                    .insert(CONNECTION, HeaderValue::from_static("close"));
+                return r;
+            }
+            Err(BodyError::Broken(e)) => {
+                return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n"))
+            }
+        };
+    if coding != encoding::Coding::Identity {
+        let zipped = body;
+        // What a compressed body inflates to is known only once inflated: bodies are
+        // inflated one at a time, each only while the process budget has room for a
+        // big request, and charged before the next starts. 300 gzip'd 1 MiB bodies
+        // inflated side by side held 300 MiB outside the budget.
+        let _one_at_a_time = shared.inflating.lock().await;
+        while !shared.budget.room_for(usize::MAX, charge.bytes()) {
+            shared.budget.freed().await;
+        }
+        let inflated = offload::run(zipped.len(), move || {
+            encoding::inflate(coding, &zipped, max)
+        })
+        .await;
+        body = match inflated {
+            Ok(b) => b.into(),
+            Err(encoding::InflateError::TooLarge) => return too_large(kind),
+            Err(encoding::InflateError::Corrupt(e)) => {
+                return text(
+                    StatusCode::BAD_REQUEST,
+                    &format!("bad {coding:?} body: {e}\n"),
+                )
+            }
+        };
+        charge.grow(body.len());
+    }
+    // A UTF-8 byte order mark is not part of the message (some Windows tools send one).
+    if body.starts_with(BOM) {
+        body = body.slice(BOM.len()..);
+    }
+    let kind = match kind {
+        BodyKind::Unlabelled if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'<') => {
+            BodyKind::Xml
+        }
+        k => k,
+    };
+    let size = body.len();
+    let (status, ctype, out) = match kind {
+        BodyKind::Xml => (
+            StatusCode::OK,
+            XML_TYPE,
+            crate::rpc::xmlrpc::answer(body, shared, info).await,
+        ),
+        BodyKind::Msgpack => match crate::stream::msgpack::answer_http(body, shared, info).await {
+            Some(out) => (StatusCode::OK, "application/msgpack", out),
+            None => (StatusCode::NO_CONTENT, "application/msgpack", Vec::new()),
+        },
+        BodyKind::Json | BodyKind::Unlabelled => {
+            let (status, out) = json_rpc(body, shared, info).await;
+            (status, "application/json", out)
+        }
+    };
+    drop(charge);
+    if gzip_reply && out.len() >= encoding::GZIP_MIN {
+        let zipped = offload::run(out.len().max(size), move || encoding::gzip(&out)).await;
+        let mut r = charged(status, zipped.into(), ctype, shared);
+        let h = r.headers_mut();
+        h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        h.insert(VARY, HeaderValue::from_static("accept-encoding"));
+        return r;
+    }
+    charged(status, out.into(), ctype, shared)
+}
+
+/// An RPC reply, held against the output budget until hyper has taken it.
+fn charged(status: StatusCode, body: Bytes, ctype: &'static str, shared: &Shared) -> Reply {
+    let mut r = Response::new(ReplyBody::charged(body, &shared.out_budget));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}
+
+/// Headers that carry a correlation id (looked up by prepared name: no parsing per
+/// request).
+const FLOW_ID_HEADERS: [hyper::header::HeaderName; 3] = [
+    hyper::header::HeaderName::from_static("x-request-id"),
+    hyper::header::HeaderName::from_static("flowid"),
+    hyper::header::HeaderName::from_static("x-correlation-id"),
+];
+
+/// The UTF-8 byte order mark.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// XML-RPC replies say their charset: strict clients (aXMLRPC) refuse them otherwise.
+const XML_TYPE: &str = "text/xml; charset=utf-8";
+
+/// An error answered before the body reached a framer, in the caller's protocol.
+fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
+    match kind {
+        BodyKind::Xml => with_type(status, crate::rpc::xmlrpc::fault_body(e).into(), XML_TYPE),
+        _ => json(status, crate::rpc::jsonrpc::error_body(e)),
+    }
+}
+
+/// The status and body for a JSON-RPC request body.
+async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
+    let bounds = Bounds::of(shared);
+    let size = body.len();
+    let incoming = match crate::rpc::jsonrpc::parse(body, &bounds, &shared.verbs).await {
+        Ok(i) => i,
+        Err(e) => return (StatusCode::OK, line(crate::rpc::jsonrpc::error_body(&e))),
+    };
+    let ctx = info.call_context("jsonrpc-http", shared);
+    let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
+    let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
+    if crate::rpc::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out).await {
+        (StatusCode::OK, line(out))
+    } else if is_batch {
+        // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).
+        (StatusCode::NO_CONTENT, Vec::new())
+    } else {
+        // A single notification: 200 with an empty body, because jsonrpclib-pelix's
+        // `_notify` treats any other status (204 included) as a transport failure.
+        (StatusCode::OK, Vec::new())
+    }
+}
+
+fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+    with_type(status, line(body).into(), "application/json")
+}
+
+/// A JSON reply ends in a newline, as curl users (and their shell prompt) expect; JSON
+/// parsers take it as whitespace.
+fn line(mut body: Vec<u8>) -> Vec<u8> {
+    body.push(b'\n');
+    body
+}
+
+fn text(status: StatusCode, body: &str) -> Reply {
+    with_type(
+        status,
+        Bytes::copy_from_slice(body.as_bytes()),
+        "text/plain; charset=utf-8",
+    )
+}
+
+fn with_type(status: StatusCode, body: Bytes, ctype: &'static str) -> Reply {
+    let mut r = Response::new(ReplyBody::from(Full::new(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
+}

@@ -1,0 +1,307 @@
+//! Answering a JSON-RPC body, shared by the HTTP, raw-TCP and STOMP framers.
+//!
+//! What a request may cause is bounded here, not only its bytes: a batch has at most
+//! `max_batch` members (refused while parsing, before any member is built), each
+//! member's reply is encoded as soon as it is ready (a finished member holds bytes, not
+//! a value tree, while slower ones run), and a reply past `max_reply` bytes becomes
+//! an error (-32003) instead of an unbounded write.
+
+use crate::offload;
+use crate::verbs::{CallContext, Input, Output, VerbTable};
+use futures_util::stream::{self, StreamExt};
+use rpcmux_jsonrpc::{write_error, write_result, write_result_with, Failed, Id, Incoming, Request};
+use rpcmux_value::RpcError;
+use std::sync::Arc;
+
+use crate::conn::reply_cap::ReplyCap;
+
+/// The bounds one answer works within.
+#[derive(Clone, Debug)]
+pub(crate) struct Bounds {
+    /// Batch members running at once.
+    pub parallel: usize,
+    pub max_batch: usize,
+    /// Calls one request may start: batch members, each with the `system.multicall`
+    /// calls it carries.
+    pub max_calls: usize,
+    pub cap: ReplyCap,
+}
+
+impl Bounds {
+    pub fn of(shared: &crate::server::Shared) -> Bounds {
+        let limits = &shared.config.limits;
+        Bounds {
+            parallel: limits.max_in_flight,
+            max_batch: limits.max_batch,
+            max_calls: limits.max_calls_per_request,
+            cap: ReplyCap::of(shared),
+        }
+    }
+}
+
+/// Parse a JSON-RPC body, on the blocking pool when it is big. The params of typed
+/// verbs stay text, for them to deserialize straight into their types.
+pub(crate) async fn parse(
+    body: bytes::Bytes,
+    bounds: &Bounds,
+    verbs: &Arc<VerbTable>,
+) -> Result<Incoming, RpcError> {
+    let (verbs, max_batch) = (verbs.clone(), bounds.max_batch);
+    offload::run(body.len(), move || parse_batch(&body, max_batch, &verbs)).await
+}
+
+/// Parse a JSON-RPC message here and now (see [`parse`]).
+pub(crate) fn parse_now(
+    body: &[u8],
+    bounds: &Bounds,
+    verbs: &VerbTable,
+) -> Result<Incoming, RpcError> {
+    parse_batch(body, bounds.max_batch, verbs)
+}
+
+fn parse_batch(body: &[u8], max_batch: usize, verbs: &VerbTable) -> Result<Incoming, RpcError> {
+    let limits = rpcmux_jsonrpc::ParseLimits { max_batch };
+    rpcmux_jsonrpc::parse_for(body, &limits, &|m| verbs.is_typed(m))
+}
+
+/// The built-in verb that runs calls of its own.
+const MULTICALL: &str = "system.multicall";
+
+/// The calls a batch starts: one per member, and for a `system.multicall` member the
+/// calls it carries (each may be refused later by `max_batch`, but counts here).
+/// Batch members times multicall calls multiplied a 51 KB request into 475,120 calls.
+fn calls_in(items: &[Result<Request, Failed>]) -> usize {
+    items
+        .iter()
+        .map(|item| match item {
+            Ok(r) if r.method == MULTICALL => match &r.params {
+                rpcmux_value::Params::Positional(p) => match p.first() {
+                    Some(rpcmux_value::Value::Array(calls)) => 1 + calls.len(),
+                    _ => 1,
+                },
+                rpcmux_value::Params::Named(m) => match m.values().next() {
+                    Some(rpcmux_value::Value::Array(calls)) => 1 + calls.len(),
+                    _ => 1,
+                },
+            },
+            _ => 1,
+        })
+        .sum()
+}
+
+/// Run what `incoming` asks and write the reply body into `out`. Returns false when
+/// there is nothing to send (a notification, or a batch of notifications only).
+/// Batch members run concurrently, at most `bounds.parallel` at a time, and answer in
+/// order. `size` is the request's size: big requests are encoded off the async workers.
+pub(crate) async fn answer(
+    verbs: Arc<VerbTable>,
+    ctx: CallContext,
+    incoming: Incoming,
+    bounds: &Bounds,
+    size: usize,
+    out: &mut Vec<u8>,
+) -> bool {
+    match incoming {
+        Incoming::Single(item) => match one(&verbs, ctx, item).await {
+            Some((id, r)) => {
+                let start = out.len();
+                encode_into(out, size, &id, r).await;
+                if let Err(e) = bounds.cap.check(out.len() - start) {
+                    out.truncate(start);
+                    write_error(out, &id, &e);
+                }
+                true
+            }
+            None => false,
+        },
+        Incoming::Batch(items) => {
+            let calls = calls_in(&items);
+            if calls > bounds.max_calls {
+                let e = RpcError::invalid_request(format!(
+                    "this batch would start {calls} calls (its members and the system.multicall calls they carry); at most {} per request (max_calls_per_request)",
+                    bounds.max_calls
+                ));
+                write_error(out, &Id::Null, &e);
+                return true;
+            }
+            let per_member = size / items.len().max(1);
+            let mut replies = stream::iter(runs(&verbs, items, bounds.max_batch))
+                .map(|run| {
+                    let (verbs, ctx) = (&verbs, ctx.clone());
+                    async move {
+                        let answered = match run {
+                            Run::One(item) => one(verbs, ctx, item).await.into_iter().collect(),
+                            Run::Group(reqs, vs) => group(verbs, ctx, reqs, vs).await,
+                        };
+                        let mut encoded = Vec::with_capacity(answered.len());
+                        for (id, r) in answered {
+                            let mut reply = Vec::new();
+                            encode_into(&mut reply, per_member, &id, r).await;
+                            encoded.push(reply);
+                        }
+                        encoded
+                    }
+                })
+                .buffered(bounds.parallel.max(1))
+                .flat_map(stream::iter);
+            let start = out.len();
+            let mut first = true;
+            while let Some(reply) = replies.next().await {
+                if let Err(e) = bounds.cap.check(out.len() - start + reply.len() + 2) {
+                    // Stop here: the members still running are dropped with the stream.
+                    out.truncate(start);
+                    write_error(out, &Id::Null, &e);
+                    return true;
+                }
+                out.push(if first { b'[' } else { b',' });
+                first = false;
+                out.extend_from_slice(&reply);
+            }
+            if first {
+                return false;
+            }
+            out.push(b']');
+            true
+        }
+    }
+}
+
+/// A batch member alone, or consecutive members for one upstream that go to it as one
+/// request (`verbs/batch.rs`).
+enum Run {
+    One(Result<Request, Failed>),
+    Group(Vec<Request>, Vec<Arc<crate::verbs::Verb>>),
+}
+
+/// Split a batch into its runs.
+fn runs(verbs: &VerbTable, items: Vec<Result<Request, Failed>>, max: usize) -> Vec<Run> {
+    let methods: Vec<Option<&str>> = items
+        .iter()
+        .map(|i| i.as_ref().ok().map(|r| r.method.as_str()))
+        .collect();
+    let plan = crate::verbs::plan(verbs, &methods, max);
+    if plan.iter().all(|r| matches!(r, crate::verbs::Run::One(_))) {
+        return items.into_iter().map(Run::One).collect();
+    }
+    let mut items: Vec<Option<Result<Request, Failed>>> = items.into_iter().map(Some).collect();
+    plan.into_iter()
+        .filter_map(|r| match r {
+            crate::verbs::Run::One(i) => items[i].take().map(Run::One),
+            crate::verbs::Run::Group(range, vs) => {
+                let reqs = range.filter_map(|i| items[i].take()?.ok()).collect();
+                Some(Run::Group(reqs, vs))
+            }
+        })
+        .collect()
+}
+
+/// One group's calls; the answers of those that are not notifications.
+async fn group(
+    verbs: &VerbTable,
+    ctx: CallContext,
+    reqs: Vec<Request>,
+    vs: Vec<Arc<crate::verbs::Verb>>,
+) -> Vec<(Id, Result<Output, RpcError>)> {
+    let mut ids = Vec::with_capacity(reqs.len());
+    let calls = vs
+        .into_iter()
+        .zip(reqs)
+        .map(|(v, req)| {
+            ids.push(req.id);
+            (v, req.params)
+        })
+        .collect();
+    let results = verbs.dispatch_group(calls, ctx).await;
+    ids.into_iter()
+        .zip(results)
+        .filter_map(|(id, r)| Some((id?, r)))
+        .collect()
+}
+
+/// One call; `None` for a notification (run, but not answered).
+async fn one(
+    verbs: &VerbTable,
+    ctx: CallContext,
+    item: Result<Request, Failed>,
+) -> Option<(Id, Result<Output, RpcError>)> {
+    match item {
+        Err(f) => Some((f.id, Err(f.error))),
+        Ok(req) => {
+            let input = match &req.raw_params {
+                Some(raw) => Input::Json(raw.get()),
+                None => Input::Tree(req.params),
+            };
+            let result = verbs.dispatch(&req.method, input, ctx).await;
+            req.id.map(|id| (id, result))
+        }
+    }
+}
+
+/// Append one reply object (a typed result serialized straight into `out`); on the
+/// blocking pool when its request was big.
+async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, RpcError>) {
+    let write = |out: &mut Vec<u8>, id: &Id, r: Result<Output, RpcError>| match r {
+        Ok(Output::Value(v)) => write_result(out, id, &v),
+        Ok(Output::Typed(t)) => write_result_with(out, id, |o| t.to_json(o)),
+        Err(e) => write_error(out, id, &e),
+    };
+    if size < offload::OFFLOAD_AT {
+        return write(out, id, r);
+    }
+    let id = id.clone();
+    let encoded = offload::run(size, move || {
+        let mut buf = Vec::with_capacity(size.min(1 << 20) + 64);
+        write(&mut buf, &id, r);
+        buf
+    })
+    .await;
+    out.extend_from_slice(&encoded);
+}
+
+/// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
+/// text of `frame` from `start` on, `frame` holding `size` bytes of input) as a call
+/// whose result is its encoded reply (`None` for notifications only). A large message
+/// is parsed inside the call, off the async workers (see `heavy`); a small one now, so
+/// that a message that does not parse starts no call: its error body is returned, to be
+/// written at once. Shared by raw-TCP JSON-RPC and JSON-RPC over WebSocket.
+pub(crate) fn start_message(
+    mut frame: bytes::BytesMut,
+    start: usize,
+    size: usize,
+    verbs: &Arc<VerbTable>,
+    ctx: &CallContext,
+    bounds: &Bounds,
+    calls: &mut crate::stream::driver::Calls<Option<Vec<u8>>>,
+) -> Result<(), Vec<u8>> {
+    let (verbs, ctx) = (verbs.clone(), ctx.clone());
+    if size >= offload::OFFLOAD_AT {
+        let bounds = bounds.clone();
+        let text = frame.split_off(start).freeze();
+        calls.start(size, async move {
+            let mut body = Vec::new();
+            match parse(text, &bounds, &verbs).await {
+                Ok(incoming) => answer(verbs, ctx, incoming, &bounds, size, &mut body)
+                    .await
+                    .then_some(body),
+                Err(e) => Some(error_body(&e)),
+            }
+        });
+        return Ok(());
+    }
+    let incoming = parse_now(&frame[start..], bounds, &verbs).map_err(|e| error_body(&e))?;
+    let bounds = bounds.clone();
+    calls.start(size, async move {
+        let mut body = Vec::with_capacity(256);
+        answer(verbs, ctx, incoming, &bounds, size, &mut body)
+            .await
+            .then_some(body)
+    });
+    Ok(())
+}
+
+/// A reply body for an error that answers the whole message (parse error, too large).
+pub(crate) fn error_body(err: &RpcError) -> Vec<u8> {
+    let mut out = Vec::with_capacity(128);
+    write_error(&mut out, &Id::Null, err);
+    out
+}

@@ -1,0 +1,9 @@
+//! The stream protocols: one driver ([`driver`]) runs every framer that reads
+//! messages off a byte stream (raw-TCP JSON-RPC, msgpack-rpc, STOMP, WebSocket),
+//! with the per-connection bounds, event delivery and back-pressure in one place.
+
+pub(crate) mod driver;
+pub(crate) mod json_tcp;
+pub(crate) mod msgpack;
+pub mod stomp;
+pub mod websocket;

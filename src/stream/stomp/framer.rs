@@ -1,0 +1,341 @@
+//! The STOMP 1.2 session of one connection, as a [`Framer`] for the stream driver.
+//!
+//! Frames are decoded by [`rpcmux_stomp::StompCodec`]; this file holds the session rules:
+//! CONNECT first, then SUBSCRIBE / UNSUBSCRIBE / SEND / ACK / NACK / DISCONNECT, a
+//! RECEIPT for every frame that asks, and for every protocol fault an ERROR frame
+//! followed by closing the connection (the spec's rule; STOMP cannot resynchronise).
+//! Calls run concurrently through the driver; their replies, and server events, are
+//! delivered as MESSAGE frames to this connection's own subscriptions only.
+
+mod rpc;
+
+use crate::stream::stomp::frames;
+use crate::stream::stomp::heartbeat::{self, Beats, Due};
+use crate::stream::stomp::subscriptions::{Refused, Subscriptions};
+use crate::events::Event;
+use crate::server::Shared;
+use crate::conn::out::Out;
+use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
+use crate::verbs::CallContext;
+use bytes::BytesMut;
+use rpc::Done;
+use rpcmux_stomp::{Command, Frame, Item, StompCodec};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::codec::Decoder;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Nothing but CONNECT / STOMP is acceptable yet.
+    AwaitConnect,
+    Connected,
+    /// DISCONNECT seen: calls in flight finish, then the receipt (if asked) goes out.
+    Disconnecting,
+    /// An ERROR was sent; nothing more is read.
+    Failed,
+}
+
+/// One connection's STOMP session.
+pub(crate) struct Stomp {
+    codec: StompCodec,
+    state: State,
+    subs: Subscriptions,
+    beats: Option<Beats>,
+    shared: Arc<Shared>,
+    /// The context every call on this connection starts from (its `session` set).
+    ctx: CallContext,
+    conn_id: u64,
+    in_flight: usize,
+    /// The RECEIPT owed for DISCONNECT, sent once the last call has answered.
+    disconnect_receipt: Option<String>,
+    /// The event-hub subscription, held while some subscription covers the event destination.
+    hub_sub: Option<u64>,
+    next_message: u64,
+    /// Unroutable replies are logged once per connection at warn, then at debug.
+    warned_unrouted: bool,
+}
+
+/// An ERROR for a protocol fault, then the connection closes.
+struct Fault {
+    message: String,
+    /// Extra headers, e.g. `version` when refusing a protocol version.
+    extra: Option<(&'static str, &'static str)>,
+}
+
+impl Fault {
+    fn new(message: impl Into<String>) -> Fault {
+        Fault {
+            message: message.into(),
+            extra: None,
+        }
+    }
+}
+
+impl Stomp {
+    pub(crate) fn new(shared: Arc<Shared>, ctx: CallContext, conn_id: u64) -> Stomp {
+        let limits = rpcmux_stomp::Limits {
+            max_frame: shared.config.limits.max_frame,
+            ..Default::default()
+        };
+        Stomp {
+            codec: StompCodec::new(limits),
+            state: State::AwaitConnect,
+            subs: Subscriptions::default(),
+            beats: None,
+            shared,
+            ctx,
+            conn_id,
+            in_flight: 0,
+            disconnect_receipt: None,
+            hub_sub: None,
+            next_message: 0,
+            warned_unrouted: false,
+        }
+    }
+
+    /// Append a frame; any frame also serves as a heart-beat.
+    fn emit(&mut self, frame: &Frame, out: &mut Out) {
+        frames::put(frame, out);
+        if let Some(b) = &mut self.beats {
+            b.wrote(std::time::Instant::now());
+        }
+    }
+
+    /// Send ERROR for `fault` (echoing `receipt`), and close.
+    fn fail(&mut self, fault: Fault, receipt: Option<&str>, out: &mut Out) -> Close {
+        let mut f = frames::error(&fault.message, receipt);
+        if let Some((name, value)) = fault.extra {
+            f.push_header(name, value);
+        }
+        self.emit(&f, out);
+        self.state = State::Failed;
+        Close::new(format!("STOMP error sent: {}", fault.message))
+    }
+
+    /// Handle one frame; true if it started a call (uses one unit of room).
+    fn frame(&mut self, f: Frame, out: &mut Out, calls: &mut Calls<Done>) -> Result<bool, Close> {
+        let result = match (self.state, f.command) {
+            (State::AwaitConnect, Command::Connect | Command::Stomp) => self.connect(&f, out),
+            (State::AwaitConnect, c) => Err(Fault::new(format!(
+                "expected CONNECT or STOMP as the first frame, got {c}"
+            ))),
+            (_, Command::Connect | Command::Stomp) => Err(Fault::new("already connected")),
+            (_, Command::Send) => self.send(&f, out, calls),
+            (_, Command::Subscribe) => self.subscribe(&f),
+            (_, Command::Unsubscribe) => self.unsubscribe(&f),
+            // Every MESSAGE is delivered once and never redelivered (auto ack), so
+            // acknowledgements carry no information: accepted and ignored.
+            (_, Command::Ack | Command::Nack) => Ok(false),
+            (_, Command::Begin | Command::Commit | Command::Abort) => Err(Fault::new(format!(
+                "{} refused: transactions are not supported",
+                f.command
+            ))),
+            (_, Command::Disconnect) => return Err(self.disconnect(&f, out)),
+            (_, c) => Err(Fault::new(format!("{c} is a server frame"))),
+        };
+        let receipt = f.get("receipt");
+        match result {
+            Err(fault) => Err(self.fail(fault, receipt, out)),
+            Ok(started) => {
+                // CONNECT / STOMP may not ask for a receipt (the spec allows it on "any
+                // client frame other than CONNECT"); CONNECTED answers them.
+                let connect = matches!(f.command, Command::Connect | Command::Stomp);
+                if let (Some(r), false) = (receipt, connect) {
+                    self.emit(&frames::receipt(r), out);
+                }
+                Ok(started)
+            }
+        }
+    }
+
+    fn connect(&mut self, f: &Frame, out: &mut Out) -> Result<bool, Fault> {
+        // No accept-version means a STOMP 1.0 client.
+        let versions = f.get("accept-version").unwrap_or("1.0");
+        if !versions.split(',').any(|v| v.trim() == "1.2") {
+            return Err(Fault {
+                message: format!("unsupported STOMP version {versions:?}: only 1.2 is spoken"),
+                extra: Some(("version", "1.2")),
+            });
+        }
+        let client = match f.get("heart-beat") {
+            None => (0, 0),
+            Some(v) => rpcmux_stomp::parse_heartbeat(v).map_err(|e| Fault::new(e.to_string()))?,
+        };
+        let hb = heartbeat::offer(client);
+        self.beats = (hb != (0, 0)).then(|| Beats::new(hb));
+        self.state = State::Connected;
+        self.emit(&frames::connected(self.conn_id, hb), out);
+        tracing::debug!(conn = self.conn_id, heartbeat = ?hb, "STOMP session connected");
+        Ok(false)
+    }
+
+    fn subscribe(&mut self, f: &Frame) -> Result<bool, Fault> {
+        let (Some(id), Some(dest)) = (f.get("id"), f.get("destination")) else {
+            return Err(Fault::new(
+                "SUBSCRIBE needs both an id and a destination header",
+            ));
+        };
+        match self.subs.add(id, dest) {
+            Ok(()) => {}
+            Err(Refused::DuplicateId) => {
+                return Err(Fault::new(format!("subscription id {id:?} already in use")))
+            }
+            Err(Refused::TooMany) => {
+                return Err(Fault::new(format!(
+                    "too many subscriptions (limit {})",
+                    crate::stream::stomp::subscriptions::MAX_SUBSCRIPTIONS
+                )))
+            }
+            Err(Refused::TooLarge) => {
+                return Err(Fault::new(format!(
+                    "subscription ids and destinations over {} bytes on this connection",
+                    crate::stream::stomp::subscriptions::MAX_SUBSCRIPTION_BYTES
+                )))
+            }
+        }
+        self.sync_events();
+        Ok(false)
+    }
+
+    fn unsubscribe(&mut self, f: &Frame) -> Result<bool, Fault> {
+        let id = f
+            .get("id")
+            .ok_or_else(|| Fault::new("UNSUBSCRIBE needs an id header"))?;
+        // Like VDSM, an unknown id is not worth closing the session over.
+        if !self.subs.remove(id) {
+            tracing::debug!(
+                conn = self.conn_id,
+                id,
+                "UNSUBSCRIBE of an unknown id ignored"
+            );
+        }
+        self.sync_events();
+        Ok(false)
+    }
+
+    /// Hold one hub subscription (all events) while any STOMP subscription covers the
+    /// event destination; [`Framer::event`] fans each event out to those subscriptions.
+    fn sync_events(&mut self) {
+        let events = &self.shared.events;
+        let wanted = self
+            .subs
+            .covers(&self.shared.config.stomp.event_destination);
+        match (wanted, self.hub_sub) {
+            (true, None) => {
+                let session = self
+                    .ctx
+                    .session
+                    .clone()
+                    .expect("STOMP calls carry a session");
+                match events.subscribe("*", session) {
+                    Ok(id) => self.hub_sub = Some(id),
+                    Err(e) => {
+                        tracing::warn!(conn = self.conn_id, error = %e, "STOMP event subscription refused")
+                    }
+                }
+            }
+            (false, Some(id)) => {
+                events.unsubscribe(self.conn_id, id);
+                self.hub_sub = None;
+            }
+            _ => {}
+        }
+    }
+
+    /// DISCONNECT: stop reading; the RECEIPT waits for the calls still in flight, so it
+    /// really confirms that everything sent before it was handled.
+    fn disconnect(&mut self, f: &Frame, out: &mut Out) -> Close {
+        self.state = State::Disconnecting;
+        self.disconnect_receipt = f.get("receipt").map(str::to_owned);
+        self.flush_disconnect(out);
+        Close::new("client sent DISCONNECT")
+    }
+
+    fn flush_disconnect(&mut self, out: &mut Out) {
+        if self.in_flight == 0 {
+            if let Some(r) = self.disconnect_receipt.take() {
+                self.emit(&frames::receipt(&r), out);
+            }
+        }
+    }
+}
+
+impl Framer for Stomp {
+    type Done = Done;
+
+    fn decode(
+        &mut self,
+        input: &mut BytesMut,
+        out: &mut Out,
+        calls: &mut Calls<Done>,
+        mut room: usize,
+    ) -> Result<(), Close> {
+        while room > 0 {
+            let frame = match self.codec.decode(input) {
+                Ok(Some(Item::Frame(f))) => f,
+                Ok(Some(Item::Heartbeat)) => continue,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(self.fail(Fault::new(e.to_string()), None, out)),
+            };
+            if self.frame(frame, out, calls)? {
+                room -= 1;
+            }
+        }
+        Ok(())
+    }
+
+    fn reply(&mut self, done: Done, out: &mut Out) {
+        self.in_flight -= 1;
+        if let Some(body) = done.body {
+            self.deliver_reply(&done.reply_to, body.into(), out);
+        }
+        if self.state == State::Disconnecting {
+            self.flush_disconnect(out);
+        }
+    }
+
+    fn event(&mut self, event: &Event, out: &mut Out) {
+        if self.state != State::Connected {
+            return;
+        }
+        let shared = self.shared.clone();
+        let dest = &shared.config.stomp.event_destination;
+        if !self.subs.covers(dest) {
+            return;
+        }
+        let body = event.json(out.budget());
+        self.deliver(dest, &body, true, out);
+    }
+
+    fn tick(&mut self, idle_for: Duration, out: &mut Out) -> Result<(), Close> {
+        let Some(beats) = &mut self.beats else {
+            return Ok(());
+        };
+        // While the driver is not reading (calls or output at their caps) the peer's
+        // heart-beats wait unread in the socket: its silence proves nothing.
+        let reading =
+            self.in_flight < self.shared.config.limits.max_in_flight && out.pending() < MAX_OUT;
+        match beats.tick(std::time::Instant::now(), idle_for, reading) {
+            Due::Nothing => Ok(()),
+            Due::Beat => {
+                rpcmux_stomp::encode_heartbeat(out);
+                Ok(())
+            }
+            Due::Dead { silent, every } => {
+                tracing::warn!(
+                    conn = self.conn_id,
+                    ?silent,
+                    ?every,
+                    "STOMP peer missed its heart-beats; closing"
+                );
+                Err(Close::new(format!(
+                    "no heart-beat for {silent:?} (promised every {every:?})"
+                )))
+            }
+        }
+    }
+
+    fn tick_every(&self) -> Option<Duration> {
+        self.beats.as_ref()?.tick_every()
+    }
+}

@@ -1,0 +1,63 @@
+//! JSON-RPC over STOMP 1.2, compatible with VDSM's engine clients, with server events.
+//!
+//! A client CONNECTs (1.2 only), SUBSCRIBEs to its reply destination (default
+//! `jms.topic.vdsm_responses`) and to the event destination if it wants events
+//! (`jms.queue.events`), then SENDs JSON-RPC requests or batches to a request
+//! destination (`jms.topic.vdsm_requests`, `jms.topic.vdsm_irs_requests`). Each reply
+//! comes back as a MESSAGE to the request's `reply-to` destination, on the same
+//! connection only. Behaviour and decisions: `docs/stomp.md`.
+//!
+//! - [`framer`]: the session rules (a [`Framer`](crate::stream::driver::Framer)),
+//!   with calls, replies and events in `framer/rpc.rs`;
+//! - [`subscriptions`]: per-connection subscriptions and `.`-hierarchical matching;
+//! - [`heartbeat`]: negotiation with a 1000 ms floor, sending, dead-peer detection;
+//! - [`frames`]: the frames the server writes;
+//! - [`config`]: the `[stomp]` config section.
+
+mod framer;
+mod frames;
+mod heartbeat;
+mod subscriptions;
+
+pub use crate::config::stomp::StompConfig;
+/// The session, for STOMP over WebSocket (`transport/websocket/stomp.rs`).
+pub(crate) use framer::Stomp;
+
+use crate::io::{Rewind, Stream};
+use crate::server::{ConnInfo, Shared};
+use crate::sniff;
+use crate::stream::driver;
+use std::sync::Arc;
+
+/// The sniffer probe: any STOMP client command (so a reconnecting client that starts
+/// with SEND or SUBSCRIBE is recognised too), after optional heart-beat EOLs.
+pub fn probe(prefix: &[u8]) -> sniff::Probe {
+    match rpcmux_stomp::probe_client_frame(prefix) {
+        rpcmux_stomp::Probe::Match => sniff::Probe::Match,
+        rpcmux_stomp::Probe::NoMatch => sniff::Probe::NoMatch,
+        rpcmux_stomp::Probe::NeedMore => sniff::Probe::NeedMore,
+    }
+}
+
+/// Run a STOMP session on a sniffed connection until either side closes it.
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let (conn_id, for_framer) = (info.id, shared.clone());
+    driver::serve(io, info, shared, "stomp", |ctx| {
+        framer::Stomp::new(for_framer, ctx, conn_id)
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_maps_verdicts() {
+        assert_eq!(probe(b"STOMP\n"), sniff::Probe::Match);
+        assert_eq!(probe(b"\nSUBSCRIBE\r\n"), sniff::Probe::Match);
+        assert_eq!(probe(b"CONN"), sniff::Probe::NeedMore);
+        assert_eq!(probe(b"CONNECTED\n"), sniff::Probe::NoMatch);
+        assert_eq!(probe(b"{"), sniff::Probe::NoMatch);
+    }
+}

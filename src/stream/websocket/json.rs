@@ -1,0 +1,71 @@
+//! JSON-RPC 2.0 over WebSocket (subprotocol none or `jsonrpc`): one request or batch per
+//! text message, one reply message per request, replies out of order (ids tell them
+//! apart), notifications unanswered, and events from `subscribe` as notification
+//! messages. The answering is `transport/jsonrpc.rs`'s, as for HTTP and raw TCP.
+
+use crate::stream::websocket::conn::Messages;
+use crate::stream::websocket::frames;
+use crate::events::Event;
+use crate::rpc::jsonrpc::{self, Bounds};
+use crate::conn::out::Out;
+use crate::stream::driver::{Calls, Close};
+use crate::verbs::{CallContext, VerbTable};
+use bytes::BytesMut;
+use rpcmux_value::RpcError;
+use std::sync::Arc;
+
+pub(crate) struct JsonWs {
+    pub verbs: Arc<VerbTable>,
+    pub ctx: CallContext,
+    pub bounds: Bounds,
+}
+
+impl Messages for JsonWs {
+    /// The encoded reply, or nothing for a notification.
+    type Done = Option<Vec<u8>>;
+
+    fn message(
+        &mut self,
+        text: bool,
+        payload: BytesMut,
+        out: &mut Out,
+        calls: &mut Calls<Self::Done>,
+    ) -> Result<bool, (Option<u16>, Close)> {
+        if !text {
+            // The session goes on: a binary message is the caller's mistake, not the stream's.
+            let e =
+                RpcError::parse_error("binary message: JSON-RPC over WebSocket is text messages");
+            frames::put_frame(out, frames::TEXT, &jsonrpc::error_body(&e));
+            return Ok(false);
+        }
+        let size = payload.len();
+        match jsonrpc::start_message(
+            payload,
+            0,
+            size,
+            &self.verbs,
+            &self.ctx,
+            &self.bounds,
+            calls,
+        ) {
+            Ok(()) => Ok(true),
+            Err(body) => {
+                frames::put_frame(out, frames::TEXT, &body);
+                Ok(false)
+            }
+        }
+    }
+
+    fn reply(&mut self, done: Self::Done, out: &mut Out) {
+        if let Some(body) = done {
+            frames::put_header(out, frames::TEXT, body.len(), None);
+            out.put_owned(body);
+        }
+    }
+
+    fn event(&mut self, event: &Event, out: &mut Out) {
+        let body = event.json(out.budget());
+        frames::put_header(out, frames::TEXT, body.len(), None);
+        out.put_shared(body);
+    }
+}

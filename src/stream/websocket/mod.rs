@@ -1,0 +1,50 @@
+//! WebSocket on the shared port (RFC 6455): a `GET` with `Upgrade: websocket` on any
+//! path, plain or inside TLS, is answered 101 by hyper ([`handshake`]), then the socket
+//! leaves hyper (its read-ahead bytes with it) and runs on the stream driver
+//! (`transport/session.rs`) like raw-TCP JSON-RPC and STOMP: bounded calls in flight,
+//! bounded unsent output, events, idle timeout, graceful shutdown (close 1001).
+//!
+//! - [`frames`]: the frame codec; [`conn`]: control frames, fragments, limits, ping/pong;
+//! - [`json`]: JSON-RPC 2.0 messages; [`stomp`]: STOMP 1.2 frames in messages;
+//! - [`config`]: the `[websocket]` and `[web]` sections.
+
+pub(crate) mod conn;
+pub(crate) mod frames;
+pub mod handshake;
+mod json;
+mod stomp;
+
+pub use crate::config::web::{WebConfig, WsConfig};
+pub use handshake::Subprotocol;
+
+use crate::io::{Rewind, Stream};
+use crate::server::{ConnInfo, Shared};
+use crate::rpc::jsonrpc::Bounds;
+use crate::stream::driver;
+use std::sync::Arc;
+
+/// Run a WebSocket session on an upgraded connection until either side closes it.
+pub(crate) async fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+    sub: Subprotocol,
+) {
+    let ws = shared.config.websocket.clone();
+    match sub {
+        Subprotocol::Json => {
+            let (verbs, bounds) = (shared.verbs.clone(), Bounds::of(&shared));
+            driver::serve(io, info, shared, "jsonrpc-ws", |ctx| {
+                conn::Ws::new(json::JsonWs { verbs, ctx, bounds }, &ws)
+            })
+            .await
+        }
+        Subprotocol::Stomp => {
+            let (conn_id, for_framer) = (info.id, shared.clone());
+            driver::serve(io, info, shared, "stomp-ws", |ctx| {
+                conn::Ws::new(stomp::StompWs::new(for_framer, ctx, conn_id), &ws)
+            })
+            .await
+        }
+    }
+}
