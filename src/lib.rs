@@ -49,10 +49,10 @@
 #[global_allocator]
 static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-mod conn;
 #[cfg(feature = "client")]
 pub mod client;
 mod config;
+mod conn;
 mod events;
 mod front;
 pub mod gateway;
@@ -62,19 +62,20 @@ mod observe;
 mod offload;
 mod rpc;
 mod server;
+mod shared;
 mod sniff;
+mod stream;
 #[cfg(target_os = "linux")]
 pub mod systemd;
-mod stream;
 pub mod verbs;
 
 pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
+pub use conn::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
 pub use events::{Event, EventHub, EventsConfig, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use front::tls::TlsReloader;
 pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
-pub use conn::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
-pub use front::tls::TlsReloader;
 pub use stream::stomp::StompConfig;
 pub use stream::websocket::{WebConfig, WsConfig};
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
@@ -103,8 +104,8 @@ pub mod demo;
 #[doc(hidden)]
 pub mod internals {
     pub use crate::front::proxy::probe as proxy_probe;
-    pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
     pub use crate::front::tls::probe as tls_probe;
+    pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
     pub use crate::stream::stomp::probe as stomp_probe;
 
     /// The private PROXY header parser (`cargo fuzz` builds with `--cfg fuzzing`).

@@ -4,7 +4,10 @@
 //! all read it, and it imports none of them.
 
 pub(crate) mod budget;
+mod info;
 pub(crate) mod out;
 pub(crate) mod per_ip;
 pub mod refusals;
 pub mod reply_cap;
+
+pub(crate) use info::{ConnInfo, Stage};

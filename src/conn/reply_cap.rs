@@ -25,11 +25,8 @@ pub(crate) struct ReplyCap {
 }
 
 impl ReplyCap {
-    pub fn of(shared: &crate::server::Shared) -> ReplyCap {
-        ReplyCap {
-            max_reply: shared.config.limits.max_reply,
-            budget: shared.out_budget.clone(),
-        }
+    pub fn new(max_reply: usize, budget: std::sync::Arc<Budget>) -> ReplyCap {
+        ReplyCap { max_reply, budget }
     }
 
     /// The error that replaces a reply of `len` bytes, if it may not go out.

@@ -10,22 +10,11 @@ pub(crate) mod proxy;
 pub(crate) mod tls;
 
 use crate::config::{Config, TlsMode};
-use proxy::Trusted;
-use crate::server::ConnInfo;
+use crate::conn::{ConnInfo, Stage};
 use crate::sniff::{Detected, Probes};
-use tls::Tls;
+use proxy::Trusted;
 use std::io;
-
-/// How far a connection has come through the front layers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Stage {
-    /// Nothing read yet: a PROXY header or TLS may come.
-    Start,
-    /// After a trusted PROXY header: TLS may come.
-    Proxied,
-    /// Inside TLS.
-    Tls,
-}
+use tls::Tls;
 
 /// A listener's front-layer settings, built once at bind time.
 pub(crate) struct Front {

@@ -13,8 +13,6 @@
 //! client.
 
 #[cfg(feature = "gateway")]
-pub(crate) mod metrics;
-#[cfg(feature = "gateway")]
 mod discover;
 #[cfg(feature = "gateway")]
 mod forward;

@@ -2,7 +2,7 @@
 //! `/ready`), for operators who keep metrics off the RPC port. Plain HTTP/1.1, nothing
 //! else; connections are few (a scraper), so each gets a task and hyper's defaults.
 
-use crate::server::Shared;
+use crate::shared::Shared;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};

@@ -6,15 +6,16 @@
 //! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
 //! caller's protocol where one can be told.
 
+use crate::conn::ConnInfo;
 use crate::http::body::{self, BodyError, BodyLimits};
 use crate::http::encoding;
-use crate::http::reply::ReplyBody;
-use crate::rpc::jsonrpc::Bounds;
 use crate::http::origin::{self, Verdict};
-use crate::stream::websocket::{handshake, Subprotocol};
-use crate::offload;
+use crate::http::reply::ReplyBody;
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
-use crate::server::{ConnInfo, Shared};
+use crate::offload;
+use crate::rpc::jsonrpc::Bounds;
+use crate::shared::Shared;
+use crate::stream::websocket::{handshake, Subprotocol};
 use bytes::Bytes;
 use bytes::BytesMut;
 use http_body_util::Full;
@@ -362,7 +363,7 @@ pub(crate) fn get(path: &str, shared: &Shared, openmetrics: bool) -> Option<Repl
 /// `GET /metrics`: the exposition, OpenMetrics or the classic text format; `None`
 /// when metrics are off.
 pub(crate) fn metrics(shared: &Shared, openmetrics: bool) -> Option<Reply> {
-    let text = shared.metrics.as_ref()?.render(shared, openmetrics);
+    let text = shared.scrape(openmetrics)?;
     let ctype = if openmetrics {
         "application/openmetrics-text; version=1.0.0; charset=utf-8"
     } else {
@@ -560,10 +561,12 @@ async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode,
         Ok(i) => i,
         Err(e) => return (StatusCode::OK, line(crate::rpc::jsonrpc::error_body(&e))),
     };
-    let ctx = info.call_context("jsonrpc-http", shared);
+    let ctx = shared.call_context(&info, "jsonrpc-http");
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
-    if crate::rpc::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out).await {
+    if crate::rpc::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out)
+        .await
+    {
         (StatusCode::OK, line(out))
     } else if is_batch {
         // A batch of notifications only: nothing to say (the JSON-RPC-over-HTTP convention).

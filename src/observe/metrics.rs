@@ -6,7 +6,8 @@
 //! mapping is in docs/operations.md. Label values are bounded: `method` is a registered
 //! verb's name or `unknown`, never what a client sent; `protocol` is one of a fixed set.
 
-use crate::server::{Refusal, Shared};
+use crate::conn::refusals::Refusal;
+use crate::events::EventHub;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -72,7 +73,7 @@ pub(crate) struct Metrics {
     pub connections_accepted: Counter,
     pub sniffed: Family<OutcomeLabel, Counter>,
     /// Requests refused by a per-request limit (body, frame, batch, reply); connection
-    /// refusals are copied in from [`crate::server::Refusals`] at scrape time.
+    /// refusals are copied in from [`crate::conn::refusals::Refusals`] at scrape time.
     pub limits: Family<LimitLabel, Counter>,
     pub tls_failed: Counter,
     subscribers: Gauge,
@@ -91,7 +92,7 @@ pub(crate) struct Metrics {
     /// Verbs that have a `method` label value of their own (see [`Metrics::method_label`]).
     method_labels: std::sync::atomic::AtomicUsize,
     /// The gateway's upstreams (refreshes, address health).
-    upstreams: crate::gateway::metrics::UpstreamMetrics,
+    pub(crate) upstreams: crate::observe::upstream::UpstreamMetrics,
 }
 
 /// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they
@@ -267,36 +268,35 @@ impl Metrics {
         self.limits.get_or_create(&LimitLabel { limit }).inc();
     }
 
-    /// The exposition: OpenMetrics text (what Prometheus asks for), or when
-    /// `openmetrics` is false the classic Prometheus text format (what `curl`,
-    /// `promtool` and older scrapers read).
-    pub fn render(&self, shared: &Shared, openmetrics: bool) -> String {
-        // What other parts already count is copied in now rather than counted twice.
-        for why in Refusal::ALL {
-            let total = shared.refusals.count(why);
-            let c = match why {
-                Refusal::SniffTimeout => self.sniffed.get_or_create_owned(&OutcomeLabel {
-                    outcome: "deadline",
-                }),
-                Refusal::UnknownProtocol => self
-                    .sniffed
-                    .get_or_create_owned(&OutcomeLabel { outcome: "unknown" }),
-                Refusal::Front => self
-                    .sniffed
-                    .get_or_create_owned(&OutcomeLabel { outcome: "refused" }),
-                _ => self
-                    .limits
-                    .get_or_create_owned(&LimitLabel { limit: why.name() }),
-            };
-            c.inner().store(total, Ordering::Relaxed);
-        }
-        let hub = &shared.events;
+    /// Copy in the refusals of kind `why` counted so far (by [`crate::conn::refusals`]).
+    pub fn copy_refusals(&self, why: Refusal, total: u64) {
+        let c = match why {
+            Refusal::SniffTimeout => self.sniffed.get_or_create_owned(&OutcomeLabel {
+                outcome: "deadline",
+            }),
+            Refusal::UnknownProtocol => self
+                .sniffed
+                .get_or_create_owned(&OutcomeLabel { outcome: "unknown" }),
+            Refusal::Front => self
+                .sniffed
+                .get_or_create_owned(&OutcomeLabel { outcome: "refused" }),
+            _ => self
+                .limits
+                .get_or_create_owned(&LimitLabel { limit: why.name() }),
+        };
+        c.inner().store(total, Ordering::Relaxed);
+    }
+
+    /// Set the bytes a process-wide budget (`input`, `output`) holds now.
+    pub fn set_budget_used(&self, budget: &'static str, used: usize) {
+        self.budgets
+            .get_or_create(&BudgetLabel { budget })
+            .set(used as i64);
+    }
+
+    /// Copy in the events hub's counts and its fan-out backend's.
+    pub fn copy_events(&self, hub: &EventHub) {
         self.subscribers.set(hub.subscriber_count() as i64);
-        for (budget, b) in [("input", &shared.budget), ("output", &shared.out_budget)] {
-            self.budgets
-                .get_or_create(&BudgetLabel { budget })
-                .set(b.used() as i64);
-        }
         let (published, dropped) = hub.counts();
         self.events_published
             .inner()
@@ -304,10 +304,6 @@ impl Metrics {
         self.subscribers_dropped
             .inner()
             .store(dropped, Ordering::Relaxed);
-        #[cfg(feature = "gateway")]
-        if let Some(up) = &shared.upstreams {
-            self.upstreams.update(up);
-        }
         if let Some(f) = hub.fanout_stats() {
             for (outcome, n) in [
                 ("sent", &f.sent),
@@ -326,6 +322,12 @@ impl Metrics {
                 .store(f.connects.load(Ordering::Relaxed), Ordering::Relaxed);
             self.backend_up.set(f.up.load(Ordering::Relaxed) as i64);
         }
+    }
+
+    /// The exposition: OpenMetrics text (what Prometheus asks for), or when
+    /// `openmetrics` is false the classic Prometheus text format (what `curl`,
+    /// `promtool` and older scrapers read).
+    pub fn render(&self, openmetrics: bool) -> String {
         let mut out = String::with_capacity(16 << 10);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

@@ -5,6 +5,7 @@
 
 pub(crate) mod access;
 pub(crate) mod metrics;
+pub(crate) mod upstream;
 
 pub use access::AccessLevel;
 pub(crate) use access::AccessLog;

@@ -28,13 +28,13 @@ pub(crate) struct Bounds {
 }
 
 impl Bounds {
-    pub fn of(shared: &crate::server::Shared) -> Bounds {
+    pub fn of(shared: &crate::shared::Shared) -> Bounds {
         let limits = &shared.config.limits;
         Bounds {
             parallel: limits.max_in_flight,
             max_batch: limits.max_batch,
             max_calls: limits.max_calls_per_request,
-            cap: ReplyCap::of(shared),
+            cap: shared.reply_cap(),
         }
     }
 }

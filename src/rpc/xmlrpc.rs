@@ -3,8 +3,9 @@
 //! `<fault>` in an HTTP 200, never an empty reply. Big bodies are parsed and big
 //! replies written off the async workers; a reply past `max_reply` is a fault (-32003).
 
+use crate::conn::ConnInfo;
 use crate::offload;
-use crate::server::{ConnInfo, Shared};
+use crate::shared::Shared;
 use crate::verbs::{Dispatched, Found, Input, Output};
 use bytes::Bytes;
 use rpcmux_value::{Params, RpcError};
@@ -30,12 +31,12 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
                     return fault_body(&e);
                 }
             };
-            let ctx = info.call_context("xmlrpc", shared);
+            let ctx = shared.call_context(&info, "xmlrpc");
             let params = Input::Tree(Params::Positional(call.params));
             shared.verbs.dispatch(&call.method, params, ctx).await
         }
     };
-    let cap = crate::conn::reply_cap::ReplyCap::of(shared);
+    let cap = shared.reply_cap();
     offload::run(size, move || {
         let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
         // A typed result is written straight to XML, with no value tree between.
@@ -63,7 +64,7 @@ fn start_typed(body: &[u8], shared: &Shared, info: &ConnInfo) -> Option<Dispatch
     let Found::Own(verb) = shared.verbs.find(call.method()) else {
         return None;
     };
-    let ctx = info.call_context("xmlrpc", shared);
+    let ctx = shared.call_context(&info, "xmlrpc");
     shared.verbs.dispatch_xml(verb, call, &ctx)
 }
 

@@ -8,8 +8,9 @@
 
 use crate::conn::per_ip::{Held, Kind};
 use crate::conn::refusals::Refusal;
-use crate::server::Shared;
+use crate::conn::{ConnInfo, Stage};
 use crate::io::{Metered, Rewind, Stream};
+use crate::shared::Shared;
 use crate::sniff::{self, Decision, Detected};
 use bytes::{Bytes, BytesMut};
 use std::net::SocketAddr;
@@ -20,18 +21,6 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::OwnedSemaphorePermit;
-
-/// Facts about a connection that framers pass on to verbs.
-#[derive(Clone, Debug)]
-pub(crate) struct ConnInfo {
-    pub id: u64,
-    pub peer: SocketAddr,
-    pub peer_identity: Option<Arc<str>>,
-    /// Which front layers (PROXY header, TLS) are behind us.
-    pub stage: crate::front::Stage,
-    /// A correlation id the request carried (HTTP `X-Request-Id` or `FlowID`).
-    pub flow_id: Option<String>,
-}
 
 /// Serve one accepted socket. `counted` is its per-address connection slot (none for a
 /// trusted PROXY peer, whose real client is counted once its header is read).
@@ -47,7 +36,7 @@ pub(crate) async fn handle(
         id,
         peer,
         peer_identity: None,
-        stage: crate::front::Stage::Start,
+        stage: Stage::Start,
         flow_id: None,
     };
     let mut io = Conn::Plain(stream);
@@ -72,8 +61,14 @@ pub(crate) async fn handle(
         let rewound = Rewind::new(sniffed, io);
         let framer = match detected {
             Detected::ProxyHeader => {
-                let Some(rest) =
-                    Box::pin(crate::front::proxy::read_header(rewound, &mut info, &shared)).await
+                let Some(rest) = Box::pin(crate::front::proxy::read_header(
+                    rewound,
+                    &mut info,
+                    shared.config.limits.sniff_timeout(),
+                    &shared.shutdown,
+                    &shared.refusals,
+                ))
+                .await
                 else {
                     return;
                 };
@@ -92,8 +87,20 @@ pub(crate) async fn handle(
                 continue;
             }
             Detected::Tls => {
-                let Some(tls) = Box::pin(crate::front::tls::handshake(rewound, &mut info, &shared)).await
-                else {
+                // `Front::admit` refused TLS already when it is off.
+                let Some(tls) = shared.front.tls() else {
+                    return;
+                };
+                let failed = shared.metrics.as_ref().map(|m| &m.tls_failed);
+                let handshake = crate::front::tls::handshake(
+                    rewound,
+                    &mut info,
+                    tls,
+                    &shared.shutdown,
+                    &shared.refusals,
+                    failed,
+                );
+                let Some(tls) = Box::pin(handshake).await else {
                     return;
                 };
                 io = Conn::Layered(Box::new(tls));
@@ -158,21 +165,20 @@ struct SniffSlot {
 impl SniffSlot {
     fn take(shared: &Arc<Shared>, info: &ConnInfo) -> Option<SniffSlot> {
         // A trusted balancer's own socket is not capped per address: it carries many clients.
-        let per_ip =
-            if info.stage == crate::front::Stage::Start && shared.front.trusts(info.peer.ip()) {
-                None
-            } else {
-                match shared.per_ip.try_take(info.peer.ip(), Kind::Sniffing) {
-                    Some(held) => held,
-                    None => {
-                        let detail = "too many connections from this client still sniffing";
-                        shared
-                            .refusals
-                            .refuse(Refusal::SniffingPerIp, info.peer, detail);
-                        return None;
-                    }
+        let per_ip = if info.stage == Stage::Start && shared.front.trusts(info.peer.ip()) {
+            None
+        } else {
+            match shared.per_ip.try_take(info.peer.ip(), Kind::Sniffing) {
+                Some(held) => held,
+                None => {
+                    let detail = "too many connections from this client still sniffing";
+                    shared
+                        .refusals
+                        .refuse(Refusal::SniffingPerIp, info.peer, detail);
+                    return None;
                 }
-            };
+            }
+        };
         let Ok(global) = shared.sniffing.clone().try_acquire_owned() else {
             let detail = "too many connections still sniffing";
             shared.refusals.refuse(Refusal::Sniffing, info.peer, detail);
@@ -230,18 +236,6 @@ async fn sniff_once(io: &mut Conn, info: &ConnInfo, shared: &Shared) -> Option<(
             let _ = io.shutdown().await;
             None
         }
-    }
-}
-
-impl ConnInfo {
-    /// The per-call context for calls arriving on this connection.
-    pub fn call_context(&self, protocol: &'static str, shared: &Shared) -> crate::CallContext {
-        let mut ctx = crate::CallContext::new(protocol, shared.events.clone());
-        ctx.peer = Some(self.peer);
-        ctx.peer_identity = self.peer_identity.clone();
-        ctx.flow_id = self.flow_id.clone();
-        ctx.abort = Some(shared.abort_calls.clone());
-        ctx
     }
 }
 

@@ -1,7 +1,9 @@
 //! Binding (with a real backlog) and the accept loop with its socket cap.
 
 use crate::conn::per_ip::Kind;
-use crate::server::{conn, Refusal, Shared};
+use crate::conn::refusals::Refusal;
+use crate::server::conn;
+use crate::shared::Shared;
 use socket2::{Domain, Socket, Type};
 use std::io;
 use std::net::SocketAddr;

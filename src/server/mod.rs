@@ -1,12 +1,12 @@
 //! The server: bound listeners, shared state, the accept loops and graceful shutdown.
 
 mod conn;
-pub(crate) use conn::ConnInfo;
 mod listener;
-pub use crate::conn::refusals::{Refusal, Refusals};
 
 use crate::config::{Config, Proto};
+use crate::conn::refusals::Refusals;
 use crate::events::EventHub;
+use crate::shared::Shared;
 use crate::sniff::{self, Detected, Probes};
 use crate::verbs::VerbTable;
 use std::future::Future;
@@ -18,42 +18,6 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-
-/// State every connection task shares.
-pub struct Shared {
-    pub config: Config,
-    pub verbs: Arc<VerbTable>,
-    pub events: Arc<EventHub>,
-    pub probes: Probes,
-    /// One permit per open socket.
-    pub conns: Arc<Semaphore>,
-    /// One permit per connection still being sniffed.
-    pub sniffing: Arc<Semaphore>,
-    /// Per-client-address caps on connections and sniffing.
-    pub(crate) per_ip: Arc<crate::conn::per_ip::PerIp>,
-    /// Refused connections, counted, their logging throttled.
-    pub refusals: Refusals,
-    /// Bytes of requests being read or run, process-wide (`max_total_in_flight_bytes`).
-    pub(crate) budget: Arc<crate::conn::budget::Budget>,
-    /// Bytes queued for clients, process-wide (`max_total_output`).
-    pub(crate) out_budget: Arc<crate::conn::budget::Budget>,
-    /// Held while a compressed HTTP body is inflated and charged (one at a time).
-    pub(crate) inflating: tokio::sync::Mutex<()>,
-    pub shutdown: CancellationToken,
-    /// Cancelled when the shutdown deadline passes: calls still running end with an
-    /// error reply (-32001) in their protocol instead of a bare close.
-    pub(crate) abort_calls: Arc<crate::verbs::Abort>,
-    pub next_conn: AtomicU64,
-    /// PROXY trust and TLS, in front of the protocols.
-    pub(crate) front: crate::front::Front,
-    /// The metrics (`[ops] metrics`), `None` when off.
-    pub(crate) metrics: Option<Arc<crate::observe::Metrics>>,
-    /// Set when shutdown begins: `GET /ready` answers 503 from then on.
-    pub(crate) draining: std::sync::atomic::AtomicBool,
-    /// The gateway's upstreams, when `config.upstream` names any.
-    #[cfg(feature = "gateway")]
-    pub(crate) upstreams: Option<crate::gateway::UpstreamRefresher>,
-}
 
 /// A bound server, ready to run.
 pub struct Server {
@@ -215,10 +179,7 @@ impl Server {
             up.spawn_timers(&tracker, self.shared.shutdown.clone());
         }
         if let Some(l) = self.metrics_listener {
-            tracker.spawn(crate::http::metrics_only::serve(
-                l,
-                self.shared.clone(),
-            ));
+            tracker.spawn(crate::http::metrics_only::serve(l, self.shared.clone()));
         }
         signal.await;
         self.shared

@@ -8,8 +8,8 @@
 //! driver stops reading, so a client that floods or never reads gets backpressure
 //! instead of growing the server's memory (VDSM's queues were unbounded).
 
-use crate::conn::out::Out;
 use crate::conn::budget::{Budget, Charge, Ticket, SMALL};
+use crate::conn::out::Out;
 use crate::events::Event;
 use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
@@ -213,8 +213,8 @@ pub(crate) struct DriveOpts {
 impl DriveOpts {
     /// The server's limits for one connection; `kill` is the event hub's drop switch.
     pub(crate) fn new(
-        shared: &crate::server::Shared,
-        info: &crate::server::ConnInfo,
+        shared: &crate::shared::Shared,
+        info: &crate::conn::ConnInfo,
         kill: CancellationToken,
     ) -> Self {
         let limits = &shared.config.limits;
@@ -251,8 +251,8 @@ const EVENT_QUEUE: usize = 4096;
 /// subscriptions when it ends. Shared by raw-TCP JSON-RPC, msgpack-rpc and STOMP.
 pub(crate) async fn serve<S, F>(
     io: crate::io::Rewind<S>,
-    info: crate::server::ConnInfo,
-    shared: Arc<crate::server::Shared>,
+    info: crate::conn::ConnInfo,
+    shared: Arc<crate::shared::Shared>,
     protocol: &'static str,
     make_framer: impl FnOnce(crate::verbs::CallContext) -> F,
 ) where
@@ -265,7 +265,7 @@ pub(crate) async fn serve<S, F>(
     drop(prefix);
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     let kill = CancellationToken::new();
-    let mut ctx = info.call_context(protocol, &shared);
+    let mut ctx = shared.call_context(&info, protocol);
     ctx.session = Some(crate::verbs::Session::new(info.id, tx, kill.clone()));
     let framer = make_framer(ctx);
     let opts = DriveOpts::new(&shared, &info, kill);

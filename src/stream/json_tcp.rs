@@ -4,13 +4,13 @@
 //! bytes that cannot start a value are skipped through the next newline; a value
 //! larger than the frame cap gets an error line and the connection is closed.
 
-use crate::rpc::jsonrpc::{self, Bounds};
 use crate::conn::out::Out;
-use crate::stream::driver::{self, Calls, Close, Framer};
+use crate::conn::ConnInfo;
 use crate::events::Event;
 use crate::io::{Rewind, Stream};
-use crate::server::ConnInfo;
-use crate::server::Shared;
+use crate::rpc::jsonrpc::{self, Bounds};
+use crate::shared::Shared;
+use crate::stream::driver::{self, Calls, Close, Framer};
 use crate::verbs::{CallContext, VerbTable};
 use bytes::{Buf, BufMut, BytesMut};
 use rpcmux_jsonrpc::{Split, Splitter};

@@ -7,11 +7,12 @@
 
 use crate::conn::out::Out;
 use crate::conn::reply_cap::ReplyCap;
-use crate::stream::driver::{self, Calls, Close, Framer};
+use crate::conn::ConnInfo;
 use crate::events::Event;
-use crate::offload;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Shared};
+use crate::offload;
+use crate::shared::Shared;
+use crate::stream::driver::{self, Calls, Close, Framer};
 use crate::verbs::{CallContext, Dispatched, Encode, Found, Input, Output, Verb, VerbTable};
 use bytes::{Buf, BytesMut};
 use futures_util::future::BoxFuture;
@@ -442,7 +443,8 @@ impl Framer for Msgpack {
                 let frame = input.split_to(size).freeze();
                 let (verbs, ctx, cap) = (self.verbs.clone(), self.ctx.clone(), self.cap.clone());
                 calls.start(size, async move {
-                    let started = offload::run(size, move || start_frame(&verbs, &frame, ctx)).await;
+                    let started =
+                        offload::run(size, move || start_frame(&verbs, &frame, ctx)).await;
                     finish(started, size, cap).await
                 });
             }
@@ -484,7 +486,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
     let verbs = shared.verbs.clone();
     let limits = &shared.config.limits;
     let (max_batch, max_frame) = (limits.max_batch, limits.max_frame);
-    let cap = ReplyCap::of(&shared);
+    let cap = shared.reply_cap();
     driver::serve(io, info, shared, "msgpack-rpc", |ctx| Msgpack {
         codec,
         verbs,
@@ -507,7 +509,7 @@ pub(crate) async fn answer_http(
 ) -> Option<Vec<u8>> {
     let size = body.len();
     let limits = limits(shared);
-    let cap = ReplyCap::of(shared);
+    let cap = shared.reply_cap();
     let parsed = offload::run(size, move || {
         rpcmux_msgpack_rpc::decode_message(&body, &limits)
     })
@@ -518,7 +520,7 @@ pub(crate) async fn answer_http(
             method,
             params,
         }) => {
-            let ctx = info.call_context("msgpack-rpc-http", shared);
+            let ctx = shared.call_context(&info, "msgpack-rpc-http");
             let r = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
@@ -526,7 +528,7 @@ pub(crate) async fn answer_http(
             (msgid, r)
         }
         Ok(Message::Notification { method, params }) => {
-            let ctx = info.call_context("msgpack-rpc-http", shared);
+            let ctx = shared.call_context(&info, "msgpack-rpc-http");
             let _ = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)

@@ -30,10 +30,10 @@ pub(crate) use context::Abort;
 pub use context::{CallContext, Session};
 #[cfg(feature = "gateway")]
 pub(crate) use extra::{Extra, VerbSet};
+pub(crate) use observed::{Call, Observer, StatsCache};
 pub use output::{Encode, Output};
 pub use policy::{WhenBusy, ERR_BUSY, ERR_TIMEOUT};
 pub use subscriptions::ERR_NO_EVENTS_HERE;
 pub(crate) use table::{Dispatched, Found};
 pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable, ERR_SHUTTING_DOWN};
-pub(crate) use observed::{Call, Observer, StatsCache};
 pub(crate) use typed::Input;

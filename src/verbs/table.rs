@@ -533,7 +533,9 @@ fn guard(
                     drop(permit);
                     r
                 }),
-                Err(_) => return done(call, Err(crate::verbs::policy::busy(&verb.name, limit.max))),
+                Err(_) => {
+                    return done(call, Err(crate::verbs::policy::busy(&verb.name, limit.max)))
+                }
             },
         };
     }

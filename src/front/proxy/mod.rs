@@ -17,15 +17,18 @@ pub mod fuzzing {
     pub use crate::front::proxy::header::{parse, Header, Parsed, MAX_HEADER};
 }
 
-use crate::front::Stage;
+use crate::conn::refusals::{Refusal, Refusals};
+use crate::conn::ConnInfo;
+use crate::conn::Stage;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Refusal, Shared};
 use crate::sniff::Probe;
 use bytes::{Buf, BytesMut};
 use header::Parsed;
 use ipnet::IpNet;
 use std::net::IpAddr;
+use std::time::Duration;
 use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
 
 /// The v1 text header's start.
 const V1_PREFIX: &[u8] = b"PROXY ";
@@ -70,11 +73,12 @@ impl Trusted {
 pub(crate) async fn read_header<S: Stream>(
     io: Rewind<S>,
     info: &mut ConnInfo,
-    shared: &Shared,
+    deadline: Duration,
+    shutdown: &CancellationToken,
+    refusals: &Refusals,
 ) -> Option<Rewind<S>> {
     let (prefix, mut inner) = io.into_parts();
     let mut buf = BytesMut::from(&prefix[..]);
-    let deadline = shared.config.limits.sniff_timeout();
     let read = async {
         loop {
             match header::parse(&buf) {
@@ -92,21 +96,19 @@ pub(crate) async fn read_header<S: Stream>(
         }
     };
     let h = tokio::select! {
-        _ = shared.shutdown.cancelled() => return None,
+        _ = shutdown.cancelled() => return None,
         r = tokio::time::timeout(deadline, read) => r,
     };
     let h = match h {
         Ok(Ok(h)) => h,
         Ok(Err(e)) => {
             let detail = format!("malformed PROXY header: {e}");
-            shared.refusals.refuse(Refusal::Front, info.peer, &detail);
+            refusals.refuse(Refusal::Front, info.peer, &detail);
             return None;
         }
         Err(_) => {
             let detail = format!("PROXY header not complete by the sniff deadline ({deadline:?})");
-            shared
-                .refusals
-                .refuse(Refusal::SniffTimeout, info.peer, &detail);
+            refusals.refuse(Refusal::SniffTimeout, info.peer, &detail);
             return None;
         }
     };

@@ -13,14 +13,17 @@ mod reload;
 pub use reload::TlsReloader;
 
 use crate::config::TlsConfig;
-use crate::front::Stage;
+use crate::conn::refusals::{Refusal, Refusals};
+use crate::conn::ConnInfo;
+use crate::conn::Stage;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Refusal, Shared};
 use crate::sniff::Probe;
+use prometheus_client::metrics::counter::Counter;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
+use tokio_util::sync::CancellationToken;
 
 /// The first byte of a TLS record carrying a handshake message (the ClientHello).
 /// No plaintext protocol we serve starts with it, so one byte decides.
@@ -63,33 +66,32 @@ impl Tls {
 pub(crate) async fn handshake<S: Stream>(
     io: Rewind<S>,
     info: &mut ConnInfo,
-    shared: &Shared,
+    tls: &Tls,
+    shutdown: &CancellationToken,
+    refusals: &Refusals,
+    failed: Option<&Counter>,
 ) -> Option<tokio_rustls::server::TlsStream<Rewind<S>>> {
-    // `front::admit` refuses TLS when it is off.
-    let tls = shared.front.tls()?;
     let deadline = tls.handshake_timeout;
     // The material current now: a reload during the handshake does not change it.
     let acceptor = TlsAcceptor::from(tls.material.current());
     let done = tokio::select! {
-        _ = shared.shutdown.cancelled() => return None,
+        _ = shutdown.cancelled() => return None,
         r = tokio::time::timeout(deadline, acceptor.accept(io)) => r,
     };
     if !matches!(done, Ok(Ok(_))) {
-        if let Some(m) = &shared.metrics {
-            m.tls_failed.inc();
+        if let Some(failed) = failed {
+            failed.inc();
         }
     }
     let stream = match done {
         Err(_) => {
             let detail = format!("TLS handshake deadline passed ({deadline:?})");
-            shared
-                .refusals
-                .refuse(Refusal::SniffTimeout, info.peer, &detail);
+            refusals.refuse(Refusal::SniffTimeout, info.peer, &detail);
             return None;
         }
         Ok(Err(e)) => {
             let detail = format!("TLS handshake failed: {e}");
-            shared.refusals.refuse(Refusal::Front, info.peer, &detail);
+            refusals.refuse(Refusal::Front, info.peer, &detail);
             return None;
         }
         Ok(Ok(s)) => s,

@@ -10,8 +10,8 @@
 //! A std `RwLock` around an `Arc` is enough (no `arc-swap`): it is read once per
 //! handshake, which costs far more than an uncontended lock, and written only on reload.
 
-use crate::front::tls::load;
 use crate::config::TlsConfig;
+use crate::front::tls::load;
 use rustls::pki_types::CertificateDer;
 use rustls::ServerConfig;
 use std::io;

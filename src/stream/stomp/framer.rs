@@ -9,13 +9,13 @@
 
 mod rpc;
 
+use crate::conn::out::Out;
+use crate::events::Event;
+use crate::shared::Shared;
+use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
 use crate::stream::stomp::frames;
 use crate::stream::stomp::heartbeat::{self, Beats, Due};
 use crate::stream::stomp::subscriptions::{Refused, Subscriptions};
-use crate::events::Event;
-use crate::server::Shared;
-use crate::conn::out::Out;
-use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
 use crate::verbs::CallContext;
 use bytes::BytesMut;
 use rpc::Done;

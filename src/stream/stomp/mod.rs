@@ -23,8 +23,9 @@ pub use crate::config::stomp::StompConfig;
 /// The session, for STOMP over WebSocket (`transport/websocket/stomp.rs`).
 pub(crate) use framer::Stomp;
 
+use crate::conn::ConnInfo;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Shared};
+use crate::shared::Shared;
 use crate::sniff;
 use crate::stream::driver;
 use std::sync::Arc;

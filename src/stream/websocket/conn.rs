@@ -8,10 +8,10 @@
 //! Once a close frame has gone out nothing else is written (RFC 6455 section 5.5.1).
 
 use crate::config::web::WsConfig;
-use crate::stream::websocket::frames::{self, Header};
-use crate::events::Event;
 use crate::conn::out::Out;
+use crate::events::Event;
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
+use crate::stream::websocket::frames::{self, Header};
 use bytes::{Buf, BytesMut};
 use std::time::Duration;
 

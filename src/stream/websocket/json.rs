@@ -3,12 +3,12 @@
 //! apart), notifications unanswered, and events from `subscribe` as notification
 //! messages. The answering is `transport/jsonrpc.rs`'s, as for HTTP and raw TCP.
 
-use crate::stream::websocket::conn::Messages;
-use crate::stream::websocket::frames;
+use crate::conn::out::Out;
 use crate::events::Event;
 use crate::rpc::jsonrpc::{self, Bounds};
-use crate::conn::out::Out;
 use crate::stream::driver::{Calls, Close};
+use crate::stream::websocket::conn::Messages;
+use crate::stream::websocket::frames;
 use crate::verbs::{CallContext, VerbTable};
 use bytes::BytesMut;
 use rpcmux_value::RpcError;

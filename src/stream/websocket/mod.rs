@@ -17,9 +17,10 @@ mod stomp;
 pub use crate::config::web::{WebConfig, WsConfig};
 pub use handshake::Subprotocol;
 
+use crate::conn::ConnInfo;
 use crate::io::{Rewind, Stream};
-use crate::server::{ConnInfo, Shared};
 use crate::rpc::jsonrpc::Bounds;
+use crate::shared::Shared;
 use crate::stream::driver;
 use std::sync::Arc;
 

@@ -4,13 +4,13 @@
 //! message, but a frame may span messages and a message hold several, or a heart-beat
 //! EOL); what the session writes in one step goes out as one text message.
 
-use crate::stream::websocket::conn::Messages;
-use crate::stream::websocket::frames;
-use crate::events::Event;
-use crate::server::Shared;
 use crate::conn::out::Out;
+use crate::events::Event;
+use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer};
 use crate::stream::stomp::Stomp;
+use crate::stream::websocket::conn::Messages;
+use crate::stream::websocket::frames;
 use crate::verbs::CallContext;
 use bytes::BytesMut;
 use std::sync::Arc;

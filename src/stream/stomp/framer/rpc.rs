@@ -2,11 +2,11 @@
 //! table; its reply, and each server event, become MESSAGE frames to this connection's
 //! own subscriptions.
 
-use crate::stream::stomp::framer::{Fault, Stomp};
+use crate::conn::out::Out;
 use crate::offload;
 use crate::rpc::jsonrpc::{self, Bounds};
-use crate::conn::out::Out;
 use crate::stream::driver::Calls;
+use crate::stream::stomp::framer::{Fault, Stomp};
 use crate::stream::stomp::frames;
 use crate::stream::stomp::subscriptions::dest_covers;
 use bytes::Bytes;

@@ -39,16 +39,21 @@ impl UpstreamMetrics {
         );
     }
 
-    /// Copy the gateway's state in, at scrape time.
-    #[cfg(feature = "gateway")]
-    pub fn update(&self, up: &crate::gateway::UpstreamRefresher) {
-        for (upstream, n) in up.failures() {
+    /// Copy the gateway's state in, at scrape time: failed refreshes per upstream, and
+    /// (upstream, address, up) per address.
+    #[cfg_attr(not(feature = "gateway"), allow(dead_code))]
+    pub fn update(
+        &self,
+        failures: impl IntoIterator<Item = (String, u64)>,
+        addresses: impl IntoIterator<Item = (String, String, bool)>,
+    ) {
+        for (upstream, n) in failures {
             let c = self
                 .refresh_failures
                 .get_or_create(&UpstreamLabel { upstream });
             c.inner().store(n, std::sync::atomic::Ordering::Relaxed);
         }
-        for (upstream, address, is_up) in up.addresses() {
+        for (upstream, address, is_up) in addresses {
             let g = self
                 .address_up
                 .get_or_create(&AddressLabels { upstream, address });

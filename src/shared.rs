@@ -1,0 +1,88 @@
+//! What every connection task shares: the settings, the verb table, the events hub,
+//! the process-wide caps and budgets, the front layers, the metrics and the shutdown
+//! signals. Built once by [`crate::server::Server`]; the framers (http, stream) read it,
+//! the front layers and the verbs never do (they take narrow arguments).
+
+use crate::config::Config;
+use crate::conn::refusals::{Refusal, Refusals};
+use crate::conn::reply_cap::ReplyCap;
+use crate::conn::ConnInfo;
+use crate::events::EventHub;
+use crate::sniff::Probes;
+use crate::verbs::{CallContext, VerbTable};
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// State every connection task shares.
+pub struct Shared {
+    pub config: Config,
+    pub verbs: Arc<VerbTable>,
+    pub events: Arc<EventHub>,
+    pub probes: Probes,
+    /// One permit per open socket.
+    pub conns: Arc<Semaphore>,
+    /// One permit per connection still being sniffed.
+    pub sniffing: Arc<Semaphore>,
+    /// Per-client-address caps on connections and sniffing.
+    pub(crate) per_ip: Arc<crate::conn::per_ip::PerIp>,
+    /// Refused connections, counted, their logging throttled.
+    pub refusals: Refusals,
+    /// Bytes of requests being read or run, process-wide (`max_total_in_flight_bytes`).
+    pub(crate) budget: Arc<crate::conn::budget::Budget>,
+    /// Bytes queued for clients, process-wide (`max_total_output`).
+    pub(crate) out_budget: Arc<crate::conn::budget::Budget>,
+    /// Held while a compressed HTTP body is inflated and charged (one at a time).
+    pub(crate) inflating: tokio::sync::Mutex<()>,
+    pub shutdown: CancellationToken,
+    /// Cancelled when the shutdown deadline passes: calls still running end with an
+    /// error reply (-32001) in their protocol instead of a bare close.
+    pub(crate) abort_calls: Arc<crate::verbs::Abort>,
+    pub next_conn: AtomicU64,
+    /// PROXY trust and TLS, in front of the protocols.
+    pub(crate) front: crate::front::Front,
+    /// The metrics (`[ops] metrics`), `None` when off.
+    pub(crate) metrics: Option<Arc<crate::observe::Metrics>>,
+    /// Set when shutdown begins: `GET /ready` answers 503 from then on.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// The gateway's upstreams, when `config.upstream` names any.
+    #[cfg(feature = "gateway")]
+    pub(crate) upstreams: Option<crate::gateway::UpstreamRefresher>,
+}
+
+impl Shared {
+    /// The per-call context for calls arriving on the connection `info` describes.
+    pub fn call_context(&self, info: &ConnInfo, protocol: &'static str) -> CallContext {
+        let mut ctx = CallContext::new(protocol, self.events.clone());
+        ctx.peer = Some(info.peer);
+        ctx.peer_identity = info.peer_identity.clone();
+        ctx.flow_id = info.flow_id.clone();
+        ctx.abort = Some(self.abort_calls.clone());
+        ctx
+    }
+
+    /// The reply bounds: `max_reply`, and the output budget's room for big replies.
+    pub fn reply_cap(&self) -> ReplyCap {
+        ReplyCap::new(self.config.limits.max_reply, self.out_budget.clone())
+    }
+
+    /// The `/metrics` exposition, with what other parts count copied in now rather than
+    /// counted twice (refusals, budgets, the events hub, the gateway's upstreams).
+    /// `None` when metrics are off.
+    pub fn scrape(&self, openmetrics: bool) -> Option<String> {
+        let m = self.metrics.as_ref()?;
+        for why in Refusal::ALL {
+            m.copy_refusals(why, self.refusals.count(why));
+        }
+        for (budget, b) in [("input", &self.budget), ("output", &self.out_budget)] {
+            m.set_budget_used(budget, b.used());
+        }
+        m.copy_events(&self.events);
+        #[cfg(feature = "gateway")]
+        if let Some(up) = &self.upstreams {
+            m.upstreams.update(up.failures(), up.addresses());
+        }
+        Some(m.render(openmetrics))
+    }
+}
