@@ -93,7 +93,7 @@ pub(super) fn register(t: &mut VerbTable) {
     t.verb("Host.getVMList")
         .help("List the ids of the VMs on this host.")
         .typed(move |(): (), _| {
-            let ids: Vec<String> = crate::demo::lock(&store).keys().cloned().collect();
+            let ids: Vec<String> = lock(&store).keys().cloned().collect();
             async move { Ok::<_, RpcError>(ids) }
         });
     t.alias("list", "Host.getVMList");
@@ -120,7 +120,7 @@ pub(super) fn register(t: &mut VerbTable) {
     t.verb("VM.getStats")
         .help("Return a VM's status and figures. Errors: code 1 if there is no such VM.")
         .typed(move |p: VmId, _| {
-            let vm = crate::demo::lock(&store).get(&p.vm_id).cloned();
+            let vm = lock(&store).get(&p.vm_id).cloned();
             async move {
                 let vm = vm.ok_or_else(|| HostError::NoSuchVm(p.vm_id.clone()))?;
                 Ok::<_, HostError>(VmInfo {
@@ -137,7 +137,7 @@ pub(super) fn register(t: &mut VerbTable) {
     t.verb("VM.destroy")
         .help("Destroy a VM. Errors: code 1 if there is no such VM. Publishes |virt|VM_status|<vmID>.")
         .typed(move |p: VmId, ctx: CallContext| {
-            let removed = crate::demo::lock(&store).remove(&p.vm_id);
+            let removed = lock(&store).remove(&p.vm_id);
             async move {
                 removed.ok_or_else(|| HostError::NoSuchVm(p.vm_id.clone()))?;
                 publish_status(&ctx, &p.vm_id, "Down");
@@ -147,7 +147,7 @@ pub(super) fn register(t: &mut VerbTable) {
 }
 
 fn create(store: &Vms, p: &CreateVm) -> Result<(), HostError> {
-    let mut vms = crate::demo::lock(store);
+    let mut vms = lock(store);
     if vms.contains_key(&p.vm_id) {
         return Err(HostError::VmExists(p.vm_id.clone()));
     }
@@ -166,4 +166,9 @@ fn publish_status(ctx: &CallContext, id: &str, status: &str) {
     let mut params = Map::new();
     params.insert(id.to_owned(), Value::Struct(Box::new(inner)));
     ctx.events.publish(&format!("|virt|VM_status|{id}"), params);
+}
+
+/// The VM store's lock; a panic in another call does not make it unusable.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -10,7 +10,6 @@ mod publish;
 
 use crate::verbs::VerbTable;
 use rpcmux_value::{vstruct, RpcError, Value};
-use std::sync::Mutex;
 use std::time::Duration;
 
 pub use host::{ERR_NO_SUCH_VM, ERR_VM_EXISTS};
@@ -55,8 +54,4 @@ pub fn register(t: &mut VerbTable) {
     host::register(t);
     music::register(t);
     publish::register(t);
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -18,15 +18,15 @@
 //! An engine plugs in by implementing [`Backend`] (connect and subscribe) with its
 //! [`Publisher`] and [`Incoming`] halves; this module does the rest.
 
+use crate::events::forward::{Forward, Stats, Throttle};
 use crate::events::{wire, Event, EventHub, EventsConfig};
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::mpsc;
-use tokio::sync::mpsc::error::TrySendError;
 use tokio_util::sync::CancellationToken;
 
 /// An engine's error, as text for the log.
@@ -68,51 +68,6 @@ const BACKOFF_MIN: Duration = Duration::from_millis(100);
 /// Other instances whose sequence numbers are tracked (for `missed`); past it the
 /// table starts over, so a fleet that churns instance ids cannot grow it.
 const MAX_ORIGINS: usize = 1_024;
-
-/// What the fan-out did, for `/metrics` (and the tests that read it).
-#[derive(Debug, Default)]
-pub(crate) struct Stats {
-    /// Events sent to the engine.
-    pub sent: AtomicU64,
-    /// Events published here that did not reach the engine (down, queue full, too big,
-    /// or a send that failed).
-    pub not_sent: AtomicU64,
-    /// Events from other instances delivered here.
-    pub received: AtomicU64,
-    /// Messages on the channel that were not a valid envelope.
-    pub refused: AtomicU64,
-    /// Events of other instances that never arrived (gaps in their sequence numbers).
-    pub missed: AtomicU64,
-    /// Connections made to the engine, the first included.
-    pub connects: AtomicU64,
-    /// Connected and subscribed now.
-    pub up: AtomicBool,
-}
-
-/// The hub's end of the fan-out: the queue into the forwarding task.
-#[derive(Debug)]
-pub(crate) struct Forward {
-    tx: mpsc::Sender<Arc<Event>>,
-    pub stats: Arc<Stats>,
-    full: Throttle,
-}
-
-impl Forward {
-    /// Queue an event already delivered locally. Never waits: with the queue full the
-    /// event is counted as not fanned out.
-    pub fn send(&self, event: Arc<Event>) {
-        if let Err(e) = self.tx.try_send(event) {
-            self.stats.not_sent.fetch_add(1, Ordering::Relaxed);
-            if let (TrySendError::Full(ev), Some(more)) = (e, self.full.allow()) {
-                tracing::warn!(
-                    event = ev.name,
-                    more,
-                    "events: fan-out queue full ([events] queue); event delivered locally only"
-                );
-            }
-        }
-    }
-}
 
 /// Start forwarding `hub`'s events through `backend` until `stop`.
 pub(crate) fn spawn<B: Backend>(
@@ -364,29 +319,7 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-/// At most one log line a second for a kind of trouble; the next one says how many
-/// were left out.
-#[derive(Debug, Default)]
-pub(crate) struct Throttle(Mutex<Option<(Instant, u64)>>);
 
-impl Throttle {
-    /// `Some(left out since the last line)` when a line may be logged now.
-    pub fn allow(&self) -> Option<u64> {
-        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        match &mut *s {
-            Some((last, skipped)) if now.duration_since(*last) < Duration::from_secs(1) => {
-                *skipped += 1;
-                None
-            }
-            _ => {
-                let skipped = s.map_or(0, |(_, n)| n);
-                *s = Some((now, 0));
-                Some(skipped)
-            }
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

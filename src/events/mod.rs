@@ -16,14 +16,19 @@
 // half: it is kept building so a backend feature only adds its engine.
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod fanout;
+pub(crate) mod forward;
+mod event;
 mod hub;
 #[cfg(feature = "events-redis")]
 mod redis;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod wire;
+mod session;
 
 pub use crate::config::events::EventsConfig;
-pub use hub::{Event, EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use session::Session;
+pub use event::Event;
+pub use hub::{EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

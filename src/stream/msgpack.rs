@@ -637,7 +637,7 @@ mod tests {
     ) {
         let (tx, rx) = tokio::sync::mpsc::channel(4);
         let mut ctx = CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default()));
-        ctx.session = Some(crate::verbs::Session::new(
+        ctx.session = Some(crate::events::Session::new(
             1,
             tx,
             tokio_util::sync::CancellationToken::new(),

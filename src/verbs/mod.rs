@@ -27,7 +27,7 @@ pub(crate) use batch::{plan, Run};
 #[cfg(feature = "gateway")]
 pub(crate) use batch::{BatchTarget, Group};
 pub(crate) use context::Abort;
-pub use context::{CallContext, Session};
+pub use context::CallContext;
 #[cfg(feature = "gateway")]
 pub(crate) use extra::{Extra, VerbSet};
 pub(crate) use observed::{Call, Observer, StatsCache};

@@ -18,7 +18,6 @@ use crate::stream::stomp::heartbeat::{self, Beats, Due};
 use crate::stream::stomp::subscriptions::{Refused, Subscriptions};
 use crate::verbs::CallContext;
 use bytes::BytesMut;
-use rpc::Done;
 use rpcmux_stomp::{Command, Frame, Item, StompCodec};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +52,12 @@ pub(crate) struct Stomp {
     next_message: u64,
     /// Unroutable replies are logged once per connection at warn, then at debug.
     warned_unrouted: bool,
+}
+
+/// A finished call: its reply body (none for notifications) and where it goes.
+pub(crate) struct Done {
+    pub(crate) body: Option<Vec<u8>>,
+    pub(crate) reply_to: String,
 }
 
 /// An ERROR for a protocol fault, then the connection closes.

@@ -6,7 +6,7 @@ use crate::conn::out::Out;
 use crate::offload;
 use crate::rpc::jsonrpc::{self, Bounds};
 use crate::stream::driver::Calls;
-use crate::stream::stomp::framer::{Fault, Stomp};
+use crate::stream::stomp::framer::{Done, Fault, Stomp};
 use crate::stream::stomp::frames;
 use crate::stream::stomp::subscriptions::dest_covers;
 use bytes::Bytes;
@@ -16,12 +16,6 @@ use tracing::Instrument;
 
 /// The header VDSM's engine puts its flow (correlation) id in.
 const FLOW_ID: &str = "ovirtCorrelationId";
-
-/// A finished call: its reply body (none for notifications) and where it goes.
-pub(crate) struct Done {
-    pub(super) body: Option<Vec<u8>>,
-    pub(super) reply_to: String,
-}
 
 impl Stomp {
     /// SEND: start the call its body asks for (true), or answer at once (false).
