@@ -51,6 +51,7 @@ static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[cfg(feature = "client")]
 pub mod client;
+pub mod codes;
 mod config;
 mod conn;
 mod events;
@@ -70,8 +71,7 @@ pub mod systemd;
 pub mod verbs;
 
 pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
-pub use conn::reply_cap::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
-pub use events::{Event, EventHub, EventsConfig, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use events::{Event, EventHub, EventsConfig};
 pub use front::tls::TlsReloader;
 pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};

@@ -10,12 +10,9 @@
 use crate::conn::budget::Budget;
 use rpcmux_value::RpcError;
 use std::sync::Arc;
+use crate::codes::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
 
-/// Code of the error that replaces a reply larger than `max_reply`.
-pub const ERR_REPLY_TOO_LARGE: i64 = -32003;
 
-/// Code of the error that replaces a big reply while the output budget is spent.
-pub const ERR_OUTPUT_FULL: i64 = -32006;
 
 /// The bounds an encoded reply is checked against.
 #[derive(Clone, Debug)]

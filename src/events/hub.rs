@@ -21,13 +21,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
+use crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS;
 
 /// The longest subscription pattern, in bytes: a connection's subscriptions then hold
 /// at most `max_subscriptions` x this (64 KiB by default), freed when it closes.
 pub const MAX_PATTERN: usize = 1024;
 
-/// Code of the error a `subscribe` past `max_subscriptions` gets.
-pub const ERR_TOO_MANY_SUBSCRIPTIONS: i64 = -32002;
 
 /// One connection's subscriptions and the outbox they deliver to.
 struct Subscriber {

@@ -28,7 +28,7 @@ mod session;
 pub use crate::config::events::EventsConfig;
 pub use session::Session;
 pub use event::Event;
-pub use hub::{EventHub, ERR_TOO_MANY_SUBSCRIPTIONS};
+pub use hub::EventHub;
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

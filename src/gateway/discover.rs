@@ -218,7 +218,7 @@ pub(super) async fn discover(
 
 /// Whether `e` says the upstream gave no answer of its own (the gateway's -32010..-32013).
 fn unanswered(e: &RpcError) -> bool {
-    use crate::gateway::{ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_UNREACHABLE};
+    use crate::codes::{ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_UNREACHABLE};
     (ERR_UPSTREAM_BAD_REPLY..=ERR_UPSTREAM_UNREACHABLE).contains(&e.code)
 }
 

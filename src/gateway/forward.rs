@@ -3,10 +3,11 @@
 
 use crate::client::{ClientProto, ConnectOpts, TlsOpts};
 use crate::gateway::pool::{Failure, Pool};
-use crate::gateway::{
-    UpstreamConfig, UpstreamProto, ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED,
-    ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
+use crate::codes::{
+    ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED, ERR_UPSTREAM_TIMEOUT,
+    ERR_UPSTREAM_UNREACHABLE,
 };
+use crate::config::upstream::{UpstreamConfig, UpstreamProto};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;

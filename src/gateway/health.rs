@@ -3,14 +3,18 @@
 //! every other address, until a check succeeds again, so calls stop paying a connect
 //! timeout for a replica that is down and come back to it once it answers.
 
-use crate::gateway::refresh::UpstreamRefresher;
+use crate::gateway::forward::Upstream;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// Start one checking task per upstream that has a `health_interval`, until `stop`.
-pub(super) fn spawn(r: &UpstreamRefresher, tracker: &TaskTracker, stop: CancellationToken) {
-    for up in r.upstreams() {
+pub(super) fn spawn<'a>(
+    upstreams: impl Iterator<Item = &'a Arc<Upstream>>,
+    tracker: &TaskTracker,
+    stop: CancellationToken,
+) {
+    for up in upstreams {
         let Some(period) = up.health_interval else {
             continue;
         };

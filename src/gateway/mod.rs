@@ -25,38 +25,13 @@ mod pool;
 #[cfg(feature = "gateway")]
 mod refresh;
 
+mod error;
+pub use error::GatewayError;
 pub use crate::config::upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
 #[cfg(feature = "gateway")]
 pub use refresh::UpstreamRefresher;
 
-/// No address of the upstream answered: none could be connected, or the connection
-/// was lost with the call in flight (and the verb is not listed as idempotent).
-pub const ERR_UPSTREAM_UNREACHABLE: i64 = -32010;
-/// The upstream did not answer within its `timeout` (the call is abandoned; the
-/// upstream may still run it).
-pub const ERR_UPSTREAM_TIMEOUT: i64 = -32011;
-/// The upstream already has `max_in_flight` calls forwarded to it; this one was refused
-/// without being sent.
-pub const ERR_UPSTREAM_OVERLOADED: i64 = -32012;
-/// The upstream answered with something that is not a reply of its protocol (an HTML
-/// error page, a malformed body).
-pub const ERR_UPSTREAM_BAD_REPLY: i64 = -32013;
 
-/// Why the gateway could not start: bad settings, or an upstream whose verbs could not
-/// be learned (down, with no `methods` list to fall back on).
-#[derive(Debug)]
-pub struct GatewayError(
-    /// What went wrong, naming the upstream.
-    pub String,
-);
-
-impl std::fmt::Display for GatewayError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for GatewayError {}
 
 /// Discover every upstream's verbs and register them in `table`. Names taken already
 /// (a Rust verb, an earlier upstream's) are skipped with a warning, and so are the

@@ -9,7 +9,7 @@
 //! a lost connection only if every member's verb is listed as idempotent.
 
 use crate::gateway::forward::Upstream;
-use crate::gateway::ERR_UPSTREAM_BAD_REPLY;
+use crate::codes::ERR_UPSTREAM_BAD_REPLY;
 use crate::verbs::BatchTarget;
 use futures_util::future::BoxFuture;
 use rpcmux_value::{vstruct, Params, RpcError, Value};

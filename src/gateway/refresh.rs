@@ -9,7 +9,8 @@
 
 use crate::gateway::discover::{self, Found};
 use crate::gateway::forward::Upstream;
-use crate::gateway::{GatewayError, UpstreamConfig};
+use crate::config::upstream::UpstreamConfig;
+use crate::gateway::error::GatewayError;
 use crate::verbs::{BatchTarget, Extra, VerbSet, VerbTable};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -46,7 +47,7 @@ pub(super) struct Served {
 /// Why an upstream's verbs could not be learned at startup. One that is down says so,
 /// naming its URL once; the `methods` hint is for one that answers but cannot list them.
 fn startup_failure(name: &str, e: &rpcmux_value::RpcError) -> String {
-    if e.code != crate::gateway::ERR_UPSTREAM_UNREACHABLE {
+    if e.code != crate::codes::ERR_UPSTREAM_UNREACHABLE {
         return format!(
             "upstream {name}: cannot learn its verbs: {} ({}); an upstream that cannot \
              list them needs a `methods` list in its [[upstream]] table",
@@ -190,7 +191,7 @@ impl UpstreamRefresher {
                 }
             });
         }
-        crate::gateway::health::spawn(self, tracker, stop);
+        crate::gateway::health::spawn(self.upstreams(), tracker, stop);
     }
 
     /// Failed refreshes per upstream name, for `/metrics`.

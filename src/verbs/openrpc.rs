@@ -3,7 +3,7 @@
 //! schemas, errors and aliases.
 
 use crate::verbs::output::Output;
-use crate::verbs::policy::{ERR_BUSY, ERR_TIMEOUT};
+use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
 use crate::verbs::table::{Reply, Verb};
 use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::RpcError;

@@ -5,12 +5,8 @@ use rpcmux_value::RpcError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
 
-/// Code of the error a call gets when it ran past its verb's timeout (it was cancelled).
-pub const ERR_TIMEOUT: i64 = -32004;
-/// Code of the error a call gets when its verb runs `max_concurrent` calls already and
-/// refuses more ([`WhenBusy::Refuse`]).
-pub const ERR_BUSY: i64 = -32005;
 
 /// What a call does when its verb already runs `max_concurrent` calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,9 +5,8 @@ use crate::verbs::{CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use crate::codes::ERR_NO_EVENTS_HERE;
 
-/// Code of the error `subscribe` gets on a connection that cannot carry events (HTTP).
-pub const ERR_NO_EVENTS_HERE: i64 = -32000;
 
 #[derive(Deserialize, JsonSchema)]
 struct Subscribe {

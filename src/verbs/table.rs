@@ -14,6 +14,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+use crate::codes::ERR_SHUTTING_DOWN;
 
 pub(crate) type Reply = BoxFuture<'static, Result<Output, RpcError>>;
 
@@ -570,8 +571,6 @@ fn guard(
     }))
 }
 
-/// Code of the error a call gets when the server stops before it finished.
-pub const ERR_SHUTTING_DOWN: i64 = -32001;
 
 pub(super) fn shutting_down() -> RpcError {
     RpcError::new(
