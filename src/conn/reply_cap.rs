@@ -7,12 +7,10 @@
 //! clients are at `max_total_output`, a reply over 64 KiB is replaced by an error
 //! (-32006) in the caller's protocol; small replies (a bystander's ping) always go.
 
+use crate::codes::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
 use crate::conn::budget::Budget;
 use rpcmux_value::RpcError;
 use std::sync::Arc;
-use crate::codes::{ERR_OUTPUT_FULL, ERR_REPLY_TOO_LARGE};
-
-
 
 /// The bounds an encoded reply is checked against.
 #[derive(Clone, Debug)]

@@ -319,8 +319,6 @@ fn random_u64() -> u64 {
     h.finish()
 }
 
-
-
 #[cfg(test)]
 mod tests {
     use super::*;

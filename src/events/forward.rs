@@ -2,10 +2,10 @@
 //! hub (which queues each event it delivers) and the fan-out task (which drains it).
 
 use crate::events::Event;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
@@ -53,7 +53,6 @@ impl Forward {
         }
     }
 }
-
 
 /// At most one log line a second for a kind of trouble; the next one says how many
 /// were left out.

@@ -14,6 +14,7 @@
 //! every publish take 14 ms and every close 1.8 ms. A subscription belongs to its
 //! connection: only that connection can cancel it.
 
+use crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS;
 use crate::events::{Event, Session};
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
@@ -21,12 +22,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::sync::mpsc::error::TrySendError;
-use crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS;
 
 /// The longest subscription pattern, in bytes: a connection's subscriptions then hold
 /// at most `max_subscriptions` x this (64 KiB by default), freed when it closes.
 pub const MAX_PATTERN: usize = 1024;
-
 
 /// One connection's subscriptions and the outbox they deliver to.
 struct Subscriber {

@@ -14,21 +14,21 @@
 
 // Without a backend compiled in (the lean library), nothing drives the engine-neutral
 // half: it is kept building so a backend feature only adds its engine.
+mod event;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod fanout;
 pub(crate) mod forward;
-mod event;
 mod hub;
 #[cfg(feature = "events-redis")]
 mod redis;
+mod session;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod wire;
-mod session;
 
 pub use crate::config::events::EventsConfig;
-pub use session::Session;
 pub use event::Event;
 pub use hub::EventHub;
+pub use session::Session;
 
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;

@@ -2,12 +2,11 @@
 //! addresses in failover order, and the upstream's failures as documented errors.
 
 use crate::client::{ClientProto, ConnectOpts, TlsOpts};
-use crate::gateway::pool::{Failure, Pool};
 use crate::codes::{
-    ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED, ERR_UPSTREAM_TIMEOUT,
-    ERR_UPSTREAM_UNREACHABLE,
+    ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED, ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
 };
 use crate::config::upstream::{UpstreamConfig, UpstreamProto};
+use crate::gateway::pool::{Failure, Pool};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -26,12 +26,10 @@ mod pool;
 mod refresh;
 
 mod error;
-pub use error::GatewayError;
 pub use crate::config::upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+pub use error::GatewayError;
 #[cfg(feature = "gateway")]
 pub use refresh::UpstreamRefresher;
-
-
 
 /// Discover every upstream's verbs and register them in `table`. Names taken already
 /// (a Rust verb, an earlier upstream's) are skipped with a warning, and so are the

@@ -8,8 +8,8 @@
 //! overloaded, a bad reply) is every member's error. The multicall is sent again after
 //! a lost connection only if every member's verb is listed as idempotent.
 
-use crate::gateway::forward::Upstream;
 use crate::codes::ERR_UPSTREAM_BAD_REPLY;
+use crate::gateway::forward::Upstream;
 use crate::verbs::BatchTarget;
 use futures_util::future::BoxFuture;
 use rpcmux_value::{vstruct, Params, RpcError, Value};

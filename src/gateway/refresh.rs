@@ -7,11 +7,11 @@
 //! `Arc`, with its metric handles). A refresh that fails keeps the upstream's last good
 //! verbs; it is logged and counted (`rpcmux_upstream_refresh_failures`).
 
-use crate::gateway::discover::{self, Found};
-use crate::gateway::forward::Upstream;
 use crate::config::upstream::UpstreamConfig;
+use crate::gateway::discover::{self, Found};
 use crate::gateway::error::GatewayError;
-use crate::verbs::{BatchTarget, Extra, VerbSet, VerbTable};
+use crate::gateway::forward::Upstream;
+use crate::verbs::{BatchTarget, UpstreamVerbs, Verb, VerbSet, VerbTable};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub struct UpstreamRefresher {
 }
 
 struct Inner {
-    extra: Arc<Extra>,
+    extra: Arc<UpstreamVerbs<Verb>>,
     /// Names the table owns (its Rust, built-in and demo verbs, aliases): fixed once
     /// serving, so an upstream verb can never take one.
     taken: HashSet<String>,

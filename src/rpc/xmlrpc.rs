@@ -61,7 +61,7 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
 /// so: the call is then parsed as values, as every call was before.
 fn start_typed(body: &[u8], shared: &Shared, info: &ConnInfo) -> Option<Dispatched> {
     let call = rpcmux_xmlrpc::CallParams::open(body, &rpcmux_xmlrpc::Limits::default()).ok()?;
-    let Found::Own(verb) = shared.verbs.find(call.method()) else {
+    let Found::Local(verb) = shared.verbs.find(call.method()) else {
         return None;
     };
     let ctx = shared.call_context(&info, "xmlrpc");

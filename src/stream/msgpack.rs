@@ -197,9 +197,9 @@ impl Msgpack {
             }) => (msgid, method, params),
             other => return Ok(not_a_call(other)),
         };
-        // The one lookup: a Rust verb is `Found::Own` and dispatched at once.
+        // The one lookup: a Rust verb is `Found::Local` and dispatched at once.
         let found = self.verbs.find(&method);
-        if let Found::Extra(Some(v)) = &found {
+        if let Found::Upstream(Some(v)) = &found {
             if v.grouping().is_some() {
                 if let Ok(p) = rpcmux_msgpack_rpc::read_params(&method, params) {
                     return Err((msgid, v.clone(), Params::Positional(p)));
@@ -242,7 +242,7 @@ impl Msgpack {
         else {
             return None;
         };
-        let Found::Own(verb) = self.verbs.find(&method) else {
+        let Found::Local(verb) = self.verbs.find(&method) else {
             return None;
         };
         // Levels the reader may open: the message array is one of the cap's.
@@ -325,7 +325,7 @@ impl Msgpack {
             else {
                 break;
             };
-            let Found::Extra(Some(v)) = self.verbs.find(&method) else {
+            let Found::Upstream(Some(v)) = self.verbs.find(&method) else {
                 break;
             };
             if !v.grouping().is_some_and(|g| g.same_target(&target)) {
@@ -349,7 +349,7 @@ impl Msgpack {
         let (cap, bytes) = (self.cap.clone(), group.bytes);
         if group.members.len() == 1 {
             let (msgid, verb, params) = group.members.remove(0);
-            let found = Found::Extra(Some(verb.clone()));
+            let found = Found::Upstream(Some(verb.clone()));
             let input = Input::Tree(params);
             let reply = self
                 .verbs

@@ -9,43 +9,15 @@
 //! [`VerbTable::dispatch_group`] runs one, each member still counted and logged as a
 //! call of its own.
 
+use crate::verbs::dispatch::shutting_down;
+use crate::verbs::group::Group;
 use crate::verbs::output::Output;
-use crate::verbs::table::{shutting_down, Verb};
+use crate::verbs::verb::Verb;
 use crate::verbs::{CallContext, VerbTable};
 use futures_util::future::BoxFuture;
-use rpcmux_value::{Params, RpcError, Value};
-use std::net::SocketAddr;
+use rpcmux_value::{Params, RpcError};
 use std::ops::Range;
 use std::sync::Arc;
-
-/// Something that runs several calls in one request (the gateway's upstream).
-pub(crate) trait BatchTarget: Send + Sync {
-    /// Whether it can right now (the upstream listed `system.multicall` when its verbs
-    /// were last learned).
-    fn groups(&self) -> bool;
-
-    /// Run `calls` (each its name on the target and its parameters) for a caller at
-    /// `peer`; one result per call, in order.
-    fn call_many(
-        &self,
-        calls: Vec<(Arc<str>, Params)>,
-        peer: Option<SocketAddr>,
-    ) -> BoxFuture<'static, Vec<Result<Value, RpcError>>>;
-}
-
-/// A verb's place in batches: its target and its name there.
-#[derive(Clone)]
-pub(crate) struct Group {
-    pub target: Arc<dyn BatchTarget>,
-    pub name: Arc<str>,
-}
-
-impl Group {
-    /// Whether both go to the same target (one request may carry both).
-    pub(crate) fn same_target(&self, other: &Group) -> bool {
-        std::ptr::addr_eq(Arc::as_ptr(&self.target), Arc::as_ptr(&other.target))
-    }
-}
 
 impl Verb {
     /// Where several of its calls can go in one request right now, if anywhere.
@@ -114,7 +86,7 @@ impl VerbTable {
             .map(|(v, _)| {
                 self.observer
                     .as_ref()
-                    .map(|o| o.begin(&v.name, Some(v), &ctx))
+                    .map(|o| o.begin(&v.name, Some(v.observed()), &ctx))
             })
             .collect();
         let n = calls.len();

@@ -1,7 +1,7 @@
 //! The built-in introspection verbs, as XML-RPC clients know them.
 
+use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
-use crate::verbs::table::Reply;
 use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::{RpcError, Value};
 use serde_json::json;

@@ -8,10 +8,15 @@
 
 mod args;
 mod batch;
+mod builder;
+mod builtins;
 mod context;
-mod extra;
+mod dispatch;
+mod dispatched;
+mod group;
 mod introspect;
 mod multicall;
+mod names;
 mod observed;
 mod openrpc;
 mod output;
@@ -21,18 +26,24 @@ mod schema;
 mod subscriptions;
 mod table;
 mod typed;
+mod upstream;
+mod verb;
 
 pub use args::Args;
 pub(crate) use batch::{plan, Run};
-#[cfg(feature = "gateway")]
-pub(crate) use batch::{BatchTarget, Group};
+pub use builder::VerbBuilder;
 pub(crate) use context::Abort;
 pub use context::CallContext;
+pub(crate) use dispatched::Dispatched;
 #[cfg(feature = "gateway")]
-pub(crate) use extra::{Extra, VerbSet};
+pub(crate) use group::{BatchTarget, Group};
 pub(crate) use observed::{Call, Observer, StatsCache};
 pub use output::{Encode, Output};
 pub use policy::WhenBusy;
-pub(crate) use table::{Dispatched, Found};
-pub use table::{ParamSpec, Verb, VerbBuilder, VerbTable};
+pub(crate) use table::Found;
 pub(crate) use typed::Input;
+#[cfg(feature = "gateway")]
+pub(crate) use upstream::UpstreamVerbs;
+#[cfg(feature = "gateway")]
+pub(crate) use verb::VerbSet;
+pub use verb::{ParamSpec, Verb, VerbTable};

@@ -3,8 +3,8 @@
 //! [`PARALLEL`] at a time, and answer in order: a result as a one-element array,
 //! a failure as a `{faultCode, faultString}` struct in its place.
 
+use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
-use crate::verbs::table::Reply;
 use crate::verbs::{Args, CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{vstruct, Params, RpcError, Value};

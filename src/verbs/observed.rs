@@ -3,7 +3,7 @@
 
 use crate::observe::access::AccessLog;
 use crate::observe::metrics::{CallLabels, HandledLabels, Metrics};
-use crate::verbs::{CallContext, Output, Verb};
+use crate::verbs::{CallContext, Output};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
@@ -131,11 +131,17 @@ impl Observer {
         }
     }
 
-    /// A call of `requested` starts; `verb` is what it names (`None`: no such verb).
-    pub fn begin(&self, requested: &str, verb: Option<&Arc<Verb>>, ctx: &CallContext) -> Call {
+    /// A call of `requested` starts; `verb` is what it names, by its registered name
+    /// and its metric handles (`None`: no such verb).
+    pub fn begin(
+        &self,
+        requested: &str,
+        verb: Option<(&'static str, &StatsCache)>,
+        ctx: &CallContext,
+    ) -> Call {
         let stats = self.metrics.as_ref().map(|m| {
             let s = match verb {
-                Some(v) => v.stats.get(m, ctx.protocol, &v.name),
+                Some((name, stats)) => stats.get(m, ctx.protocol, name),
                 None => self.unknown.get(m, ctx.protocol, UNKNOWN),
             };
             s.started.inc();
@@ -146,7 +152,7 @@ impl Observer {
             started: Instant::now(),
             protocol: ctx.protocol,
             method: match verb {
-                Some(v) => Method::Verb(v.static_name),
+                Some((name, _)) => Method::Verb(name),
                 // Only the log shows what was asked for, cut short.
                 None => Method::Unknown(requested.chars().take(64).collect()),
             },

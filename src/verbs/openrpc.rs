@@ -2,9 +2,10 @@
 //! (playgrounds, client generators) can read every verb with its parameter and result
 //! schemas, errors and aliases.
 
-use crate::verbs::output::Output;
 use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
-use crate::verbs::table::{Reply, Verb};
+use crate::verbs::dispatched::Reply;
+use crate::verbs::output::Output;
+use crate::verbs::verb::Verb;
 use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use serde_json::{json, Value as Json};

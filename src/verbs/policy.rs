@@ -1,12 +1,11 @@
 //! Per-verb policy, set at registration and the same over every protocol: a timeout,
 //! and a cap on calls of the verb running at once.
 
+use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
 use rpcmux_value::RpcError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Semaphore;
-use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
-
 
 /// What a call does when its verb already runs `max_concurrent` calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

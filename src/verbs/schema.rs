@@ -1,7 +1,7 @@
 //! Describing verbs from their types: JSON Schemas (draft-07, what OpenRPC 1.3 uses)
 //! from `schemars`, and the XML-RPC type names `system.methodSignature` shows.
 
-use crate::verbs::table::ParamSpec;
+use crate::verbs::verb::ParamSpec;
 use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use serde_json::{json, Value as Json};

@@ -1,12 +1,11 @@
 //! The built-in event verbs, `subscribe` and `unsubscribe`: wherever an embedder
 //! publishes events, clients on connections that can carry them may receive them.
 
+use crate::codes::ERR_NO_EVENTS_HERE;
 use crate::verbs::{CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use crate::codes::ERR_NO_EVENTS_HERE;
-
 
 #[derive(Deserialize, JsonSchema)]
 struct Subscribe {

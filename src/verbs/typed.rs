@@ -2,9 +2,9 @@
 //! `Serialize` type. The type is read straight from what arrived (msgpack bytes through
 //! rpcmux-msgpack-rpc's serde reader, or a `Value` tree), and its JSON Schema describes the verb.
 
+use crate::verbs::dispatched::Dispatched;
 use crate::verbs::output::{Encode, Output};
 use crate::verbs::params_de::{explain, ParamsDe, Shape};
-use crate::verbs::table::Dispatched;
 use crate::verbs::CallContext;
 use rpcmux_value::{Params, RpcError, Value};
 use serde::de::DeserializeOwned;

@@ -11,51 +11,42 @@
 //! A `std` `RwLock` around an `Arc`, rather than a lock-free swap crate: writes are rare
 //! (a refresh) and a read holds the lock only to clone one `Arc`.
 
-use crate::verbs::Verb;
-use std::collections::HashSet;
-use std::sync::{Arc, Mutex, RwLock};
+use crate::verbs::names::Names;
+use std::sync::{Arc, RwLock};
 
 /// The changing verbs, by name.
-pub(crate) type VerbSet = crate::verbs::table::Names<Arc<Verb>>;
+/// Verbs by name (the table's `VerbSet` is this with `V = Verb`).
+pub(crate) type Set<V> = Names<Arc<V>>;
 
 /// A swappable set of verbs, shared by the table (which reads it) and whoever replaces
 /// it (the gateway's refresher).
-#[derive(Default)]
-pub(crate) struct Extra {
-    set: RwLock<Arc<VerbSet>>,
+pub(crate) struct UpstreamVerbs<V> {
+    set: RwLock<Arc<Set<V>>>,
 }
 
-impl Extra {
+impl<V> Default for UpstreamVerbs<V> {
+    fn default() -> Self {
+        UpstreamVerbs {
+            set: RwLock::new(Arc::new(Set::default())),
+        }
+    }
+}
+
+impl<V> UpstreamVerbs<V> {
     /// The verb `name`, if the set has it now.
-    pub fn get(&self, name: &str) -> Option<Arc<Verb>> {
+    pub fn get(&self, name: &str) -> Option<Arc<V>> {
         let set = self.set.read().unwrap_or_else(|e| e.into_inner());
         set.get(name).cloned()
     }
 
     /// The whole set as it is now; later changes do not show in it.
-    pub fn snapshot(&self) -> Arc<VerbSet> {
+    pub fn snapshot(&self) -> Arc<Set<V>> {
         self.set.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Serve `set` from now on, instead of the previous one.
     #[cfg(feature = "gateway")]
-    pub fn replace(&self, set: VerbSet) {
+    pub fn replace(&self, set: Set<V>) {
         *self.set.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
     }
-}
-
-/// `name` as a `&'static str`, leaked once per distinct name for the life of the
-/// process: the access log and metrics name a call's verb without a refcount per call.
-/// Interned rather than leaked per registration, so re-learning an upstream's verbs
-/// again and again leaks nothing more than the names it ever had.
-pub(crate) fn intern(name: &str) -> &'static str {
-    static NAMES: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
-    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
-    let names = names.get_or_insert_with(HashSet::new);
-    if let Some(n) = names.get(name) {
-        return n;
-    }
-    let n: &'static str = Box::leak(name.to_owned().into_boxed_str());
-    names.insert(n);
-    n
 }
