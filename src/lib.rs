@@ -52,7 +52,7 @@ static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[cfg(feature = "client")]
 pub mod client;
 pub mod codes;
-mod config;
+pub mod config;
 mod conn;
 mod events;
 mod front;
@@ -70,14 +70,16 @@ mod stream;
 pub mod systemd;
 pub mod verbs;
 
-pub use config::{Config, Limits, OpsConfig, Proto, TlsConfig, TlsMode};
-pub use events::{Event, EventHub, EventsConfig};
+// The settings most embedders touch, also at the root; every section type is in
+// [`config`].
+pub use config::{
+    AccessLevel, Config, EventsConfig, Limits, OpsConfig, Proto, StompConfig, TlsConfig, TlsMode,
+    WebConfig, WsConfig,
+};
+pub use events::{Event, EventHub};
 pub use front::tls::TlsReloader;
-pub use observe::AccessLevel;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
-pub use stream::stomp::StompConfig;
-pub use stream::websocket::{WebConfig, WsConfig};
 pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 
 /// The README's Rust examples, compiled by `cargo test --doc` so they stay true.

@@ -18,8 +18,9 @@
 //! An engine plugs in by implementing [`Backend`] (connect and subscribe) with its
 //! [`Publisher`] and [`Incoming`] halves; this module does the rest.
 
+use crate::config::EventsConfig;
 use crate::events::forward::{Forward, Stats, Throttle};
-use crate::events::{wire, Event, EventHub, EventsConfig};
+use crate::events::{wire, Event, EventHub};
 use std::collections::HashMap;
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};

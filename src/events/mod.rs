@@ -25,7 +25,6 @@ mod session;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod wire;
 
-pub use crate::config::events::EventsConfig;
 pub use event::Event;
 pub use hub::EventHub;
 pub use session::Session;
@@ -40,7 +39,7 @@ use tokio_util::sync::CancellationToken;
 /// while events are delivered locally.
 pub(crate) fn start(
     hub: &Arc<EventHub>,
-    config: &EventsConfig,
+    config: &crate::config::EventsConfig,
     stop: CancellationToken,
 ) -> std::io::Result<()> {
     let Some(url) = config.url.as_deref() else {

@@ -5,7 +5,7 @@ use crate::client::{ClientProto, ConnectOpts, TlsOpts};
 use crate::codes::{
     ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED, ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
 };
-use crate::config::upstream::{UpstreamConfig, UpstreamProto};
+use crate::config::{UpstreamConfig, UpstreamProto};
 use crate::gateway::pool::{Failure, Pool};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;

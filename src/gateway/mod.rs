@@ -26,7 +26,7 @@ mod pool;
 mod refresh;
 
 mod error;
-pub use crate::config::upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+pub use crate::config::{UpstreamConfig, UpstreamProto, UpstreamUrl};
 pub use error::GatewayError;
 #[cfg(feature = "gateway")]
 pub use refresh::UpstreamRefresher;

@@ -7,7 +7,7 @@
 //! `Arc`, with its metric handles). A refresh that fails keeps the upstream's last good
 //! verbs; it is logged and counted (`rpcmux_upstream_refresh_failures`).
 
-use crate::config::upstream::UpstreamConfig;
+use crate::config::UpstreamConfig;
 use crate::gateway::discover::{self, Found};
 use crate::gateway::error::GatewayError;
 use crate::gateway::forward::Upstream;

@@ -1,24 +1,9 @@
 //! The access log: one line per call, under the `rpcmux::access` target, and a warning
 //! for every call slower than the threshold (VDSM's habit), whatever the level.
 
-use serde::Deserialize;
+use crate::config::AccessLevel;
 use std::net::SocketAddr;
 use std::time::Duration;
-
-/// At which level each call is logged.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
-#[serde(rename_all = "kebab-case")]
-pub enum AccessLevel {
-    /// No line per call (slow calls are still logged).
-    Off,
-    /// At debug: shown with `RUST_LOG=rpcmux::access=debug`; the default, since a line
-    /// per call at 100k calls a second would cost more than the calls.
-    #[default]
-    Debug,
-    /// At info: shown by the default filter.
-    Info,
-}
 
 /// The access log's settings, copied into every call.
 #[derive(Debug, Clone, Copy)]

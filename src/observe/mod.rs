@@ -7,6 +7,5 @@ pub(crate) mod access;
 pub(crate) mod metrics;
 pub(crate) mod upstream;
 
-pub use access::AccessLevel;
 pub(crate) use access::AccessLog;
 pub(crate) use metrics::{Metrics, OutcomeLabel};

@@ -19,7 +19,6 @@ mod frames;
 mod heartbeat;
 mod subscriptions;
 
-pub use crate::config::stomp::StompConfig;
 /// The session, for STOMP over WebSocket (`transport/websocket/stomp.rs`).
 pub(crate) use framer::Stomp;
 

@@ -7,7 +7,7 @@
 //! peer dropped (close 1001, its subscriptions with it) after `pong_timeout` more.
 //! Once a close frame has gone out nothing else is written (RFC 6455 section 5.5.1).
 
-use crate::config::web::WsConfig;
+use crate::config::WsConfig;
 use crate::conn::out::Out;
 use crate::events::Event;
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};

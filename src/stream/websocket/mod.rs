@@ -14,7 +14,6 @@ pub mod handshake;
 mod json;
 mod stomp;
 
-pub use crate::config::web::{WebConfig, WsConfig};
 pub use handshake::Subprotocol;
 
 use crate::conn::ConnInfo;
