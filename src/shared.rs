@@ -67,6 +67,18 @@ impl Shared {
         ReplyCap::new(self.config.limits.max_reply, self.out_budget.clone())
     }
 
+    /// A JSON-RPC request's bounds: batch members at once, batch size, calls per
+    /// request, and the reply cap.
+    pub fn json_bounds(&self) -> crate::rpc::jsonrpc::Bounds {
+        let limits = &self.config.limits;
+        crate::rpc::jsonrpc::Bounds {
+            parallel: limits.max_in_flight,
+            max_batch: limits.max_batch,
+            max_calls: limits.max_calls_per_request,
+            cap: self.reply_cap(),
+        }
+    }
+
     /// The `/metrics` exposition, with what other parts count copied in now rather than
     /// counted twice (refusals, budgets, the events hub, the gateway's upstreams).
     /// `None` when metrics are off.

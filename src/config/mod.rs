@@ -139,6 +139,7 @@ impl Config {
 #[cfg(all(test, feature = "toml"))]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn toml_overrides_defaults_and_rejects_typos() {

@@ -10,3 +10,4 @@ pub(crate) mod metrics_only;
 pub(crate) mod origin;
 pub(crate) mod reply;
 pub(crate) mod service;
+mod xmlrpc;

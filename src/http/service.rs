@@ -13,7 +13,6 @@ use crate::http::origin::{self, Verdict};
 use crate::http::reply::ReplyBody;
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::offload;
-use crate::rpc::jsonrpc::Bounds;
 use crate::shared::Shared;
 use crate::stream::websocket::{handshake, Subprotocol};
 use bytes::Bytes;
@@ -499,7 +498,7 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         BodyKind::Xml => (
             StatusCode::OK,
             XML_TYPE,
-            crate::rpc::xmlrpc::answer(body, shared, info).await,
+            crate::http::xmlrpc::answer(body, shared, info).await,
         ),
         BodyKind::Msgpack => match crate::stream::msgpack::answer_http(body, shared, info).await {
             Some(out) => (StatusCode::OK, "application/msgpack", out),
@@ -548,14 +547,14 @@ const XML_TYPE: &str = "text/xml; charset=utf-8";
 /// An error answered before the body reached a framer, in the caller's protocol.
 fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
     match kind {
-        BodyKind::Xml => with_type(status, crate::rpc::xmlrpc::fault_body(e).into(), XML_TYPE),
+        BodyKind::Xml => with_type(status, crate::http::xmlrpc::fault_body(e).into(), XML_TYPE),
         _ => json(status, crate::rpc::jsonrpc::error_body(e)),
     }
 }
 
 /// The status and body for a JSON-RPC request body.
 async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
-    let bounds = Bounds::of(shared);
+    let bounds = shared.json_bounds();
     let size = body.len();
     let incoming = match crate::rpc::jsonrpc::parse(body, &bounds, &shared.verbs).await {
         Ok(i) => i,

@@ -27,18 +27,6 @@ pub(crate) struct Bounds {
     pub cap: ReplyCap,
 }
 
-impl Bounds {
-    pub fn of(shared: &crate::shared::Shared) -> Bounds {
-        let limits = &shared.config.limits;
-        Bounds {
-            parallel: limits.max_in_flight,
-            max_batch: limits.max_batch,
-            max_calls: limits.max_calls_per_request,
-            cap: shared.reply_cap(),
-        }
-    }
-}
-
 /// Parse a JSON-RPC body, on the blocking pool when it is big. The params of typed
 /// verbs stay text, for them to deserialize straight into their types.
 pub(crate) async fn parse(
@@ -256,47 +244,6 @@ async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, 
     })
     .await;
     out.extend_from_slice(&encoded);
-}
-
-/// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
-/// text of `frame` from `start` on, `frame` holding `size` bytes of input) as a call
-/// whose result is its encoded reply (`None` for notifications only). A large message
-/// is parsed inside the call, off the async workers (see `heavy`); a small one now, so
-/// that a message that does not parse starts no call: its error body is returned, to be
-/// written at once. Shared by raw-TCP JSON-RPC and JSON-RPC over WebSocket.
-pub(crate) fn start_message(
-    mut frame: bytes::BytesMut,
-    start: usize,
-    size: usize,
-    verbs: &Arc<VerbTable>,
-    ctx: &CallContext,
-    bounds: &Bounds,
-    calls: &mut crate::stream::driver::Calls<Option<Vec<u8>>>,
-) -> Result<(), Vec<u8>> {
-    let (verbs, ctx) = (verbs.clone(), ctx.clone());
-    if size >= offload::OFFLOAD_AT {
-        let bounds = bounds.clone();
-        let text = frame.split_off(start).freeze();
-        calls.start(size, async move {
-            let mut body = Vec::new();
-            match parse(text, &bounds, &verbs).await {
-                Ok(incoming) => answer(verbs, ctx, incoming, &bounds, size, &mut body)
-                    .await
-                    .then_some(body),
-                Err(e) => Some(error_body(&e)),
-            }
-        });
-        return Ok(());
-    }
-    let incoming = parse_now(&frame[start..], bounds, &verbs).map_err(|e| error_body(&e))?;
-    let bounds = bounds.clone();
-    calls.start(size, async move {
-        let mut body = Vec::with_capacity(256);
-        answer(verbs, ctx, incoming, &bounds, size, &mut body)
-            .await
-            .then_some(body)
-    });
-    Ok(())
 }
 
 /// A reply body for an error that answers the whole message (parse error, too large).

@@ -2,4 +2,3 @@
 //! STOMP, WebSocket) and XML-RPC.
 
 pub(crate) mod jsonrpc;
-pub(crate) mod xmlrpc;

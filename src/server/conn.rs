@@ -6,6 +6,7 @@
 //! sniffed again. Only a protocol ends the loop. A sniffing slot (global and per client
 //! address) is held while sniffing and while a front layer runs, never by a framer.
 
+use crate::config::Proto;
 use crate::conn::per_ip::{Held, Kind};
 use crate::conn::refusals::Refusal;
 use crate::conn::{ConnInfo, Stage};
@@ -106,10 +107,10 @@ pub(crate) async fn handle(
                 io = Conn::Layered(Box::new(tls));
                 continue;
             }
-            Detected::Http => Framer::Http,
-            Detected::JsonTcp => Framer::JsonTcp,
-            Detected::Msgpack => Framer::Msgpack,
-            Detected::Stomp => Framer::Stomp,
+            Detected::Http => Proto::Http,
+            Detected::JsonrpcTcp => Proto::JsonrpcTcp,
+            Detected::Msgpack => Proto::Msgpack,
+            Detected::Stomp => Proto::Stomp,
         };
         drop(slot);
         tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
@@ -130,29 +131,20 @@ pub(crate) async fn handle(
     }
 }
 
-/// What serves a connection once its front layers are behind it.
-#[derive(Clone, Copy)]
-enum Framer {
-    Http,
-    JsonTcp,
-    Msgpack,
-    Stomp,
-}
-
 /// Run the framer. Each is boxed: a connection still sniffing then holds only the small
 /// sniffing state, not room for the largest framer's (an async fn's state is as big as
 /// its biggest await point).
 async fn serve_framer(
-    framer: Framer,
+    framer: Proto,
     io: Rewind<Metered<Conn>>,
     info: ConnInfo,
     shared: Arc<Shared>,
 ) {
     match framer {
-        Framer::Http => Box::pin(crate::http::service::serve(io, info, shared)).await,
-        Framer::JsonTcp => Box::pin(crate::stream::json_tcp::serve(io, info, shared)).await,
-        Framer::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)).await,
-        Framer::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)).await,
+        Proto::Http => Box::pin(crate::http::service::serve(io, info, shared)).await,
+        Proto::JsonrpcTcp => Box::pin(crate::stream::jsonrpc_tcp::serve(io, info, shared)).await,
+        Proto::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)).await,
+        Proto::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)).await,
     }
 }
 

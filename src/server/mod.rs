@@ -225,7 +225,7 @@ fn probes_for(protocols: &[Proto]) -> Probes {
     for proto in protocols {
         p = match proto {
             Proto::Http => p.with(Detected::Http, sniff::http),
-            Proto::JsonrpcTcp => p.with(Detected::JsonTcp, sniff::json),
+            Proto::JsonrpcTcp => p.with(Detected::JsonrpcTcp, sniff::json),
             Proto::Msgpack => p.with(Detected::Msgpack, sniff::msgpack_rpc),
             Proto::Stomp => p.with(Detected::Stomp, crate::stream::stomp::probe),
         };

@@ -30,7 +30,7 @@ pub enum Detected {
     /// HTTP/1.x (XML-RPC, JSON-RPC or msgpack-rpc bodies).
     Http,
     /// JSON-RPC over raw TCP.
-    JsonTcp,
+    JsonrpcTcp,
     /// MessagePack-RPC over raw TCP.
     Msgpack,
     /// STOMP 1.2.
@@ -46,7 +46,7 @@ impl Detected {
     pub fn name(self) -> &'static str {
         match self {
             Detected::Http => "http",
-            Detected::JsonTcp => "jsonrpc-tcp",
+            Detected::JsonrpcTcp => "jsonrpc-tcp",
             Detected::Msgpack => "msgpack-rpc",
             Detected::Stomp => "stomp",
             Detected::Tls => "tls",
@@ -149,7 +149,7 @@ mod tests {
     fn table() -> Probes {
         Probes::new()
             .with(Detected::Http, http)
-            .with(Detected::JsonTcp, json)
+            .with(Detected::JsonrpcTcp, json)
             .with(Detected::Msgpack, msgpack_rpc)
     }
 
@@ -157,8 +157,8 @@ mod tests {
     fn decides_as_soon_as_unambiguous() {
         let t = table();
         assert_eq!(t.decide(b""), Decision::NeedMore);
-        assert_eq!(t.decide(b"{"), Decision::Found(Detected::JsonTcp));
-        assert_eq!(t.decide(b" \n ["), Decision::Found(Detected::JsonTcp));
+        assert_eq!(t.decide(b"{"), Decision::Found(Detected::JsonrpcTcp));
+        assert_eq!(t.decide(b" \n ["), Decision::Found(Detected::JsonrpcTcp));
         assert_eq!(t.decide(b"  "), Decision::NeedMore);
         assert_eq!(t.decide(b"P"), Decision::NeedMore);
         assert_eq!(t.decide(b"POST"), Decision::NeedMore);

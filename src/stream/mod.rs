@@ -3,7 +3,7 @@
 //! with the per-connection bounds, event delivery and back-pressure in one place.
 
 pub(crate) mod driver;
-pub(crate) mod json_tcp;
+pub(crate) mod jsonrpc_tcp;
 pub(crate) mod msgpack;
 pub mod stomp;
 pub mod websocket;

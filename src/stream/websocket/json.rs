@@ -39,7 +39,7 @@ impl Messages for JsonWs {
             return Ok(false);
         }
         let size = payload.len();
-        match jsonrpc::start_message(
+        match crate::stream::jsonrpc_tcp::start_message(
             payload,
             0,
             size,

@@ -18,7 +18,6 @@ pub use handshake::Subprotocol;
 
 use crate::conn::ConnInfo;
 use crate::io::{Rewind, Stream};
-use crate::rpc::jsonrpc::Bounds;
 use crate::shared::Shared;
 use crate::stream::driver;
 use std::sync::Arc;
@@ -33,7 +32,7 @@ pub(crate) async fn serve<S: Stream>(
     let ws = shared.config.websocket.clone();
     match sub {
         Subprotocol::Json => {
-            let (verbs, bounds) = (shared.verbs.clone(), Bounds::of(&shared));
+            let (verbs, bounds) = (shared.verbs.clone(), shared.json_bounds());
             driver::serve(io, info, shared, "jsonrpc-ws", |ctx| {
                 conn::Ws::new(json::JsonWs { verbs, ctx, bounds }, &ws)
             })

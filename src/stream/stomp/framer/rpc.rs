@@ -4,7 +4,7 @@
 
 use crate::conn::out::Out;
 use crate::offload;
-use crate::rpc::jsonrpc::{self, Bounds};
+use crate::rpc::jsonrpc::{self};
 use crate::stream::driver::Calls;
 use crate::stream::stomp::framer::{Done, Fault, Stomp};
 use crate::stream::stomp::frames;
@@ -45,7 +45,7 @@ impl Stomp {
             .get("reply-to")
             .unwrap_or(&cfg.response_destination)
             .to_owned();
-        let bounds = Bounds::of(&self.shared);
+        let bounds = self.shared.json_bounds();
         let size = f.body.len();
         // A big body is parsed inside the call, off the async workers (see `heavy`).
         let incoming = if size >= offload::OFFLOAD_AT {

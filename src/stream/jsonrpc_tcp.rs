@@ -17,7 +17,7 @@ use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_value::RpcError;
 use std::sync::Arc;
 
-struct JsonTcp {
+struct JsonrpcTcp {
     splitter: Splitter,
     verbs: Arc<VerbTable>,
     ctx: CallContext,
@@ -25,7 +25,7 @@ struct JsonTcp {
     max_frame: usize,
 }
 
-impl Framer for JsonTcp {
+impl Framer for JsonrpcTcp {
     /// The encoded reply line, or nothing for a notification.
     type Done = Option<Vec<u8>>;
 
@@ -45,7 +45,7 @@ impl Framer for JsonTcp {
                     let blank = input.iter().take_while(|b| b.is_ascii_whitespace()).count();
                     input.advance(blank);
                     let size = frame.len();
-                    match jsonrpc::start_message(
+                    match start_message(
                         frame,
                         start,
                         size,
@@ -101,8 +101,8 @@ fn line(out: &mut BytesMut, body: &[u8]) {
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
     let max_frame = shared.config.limits.max_frame;
     let verbs = shared.verbs.clone();
-    let bounds = Bounds::of(&shared);
-    driver::serve(io, info, shared, "jsonrpc-tcp", |ctx| JsonTcp {
+    let bounds = shared.json_bounds();
+    driver::serve(io, info, shared, "jsonrpc-tcp", |ctx| JsonrpcTcp {
         splitter: Splitter::new(max_frame),
         verbs,
         ctx,
@@ -110,4 +110,46 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         max_frame,
     })
     .await;
+}
+
+/// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
+/// text of `frame` from `start` on, `frame` holding `size` bytes of input) as a call
+/// whose result is its encoded reply (`None` for notifications only). A large message
+/// is parsed inside the call, off the async workers (see `heavy`); a small one now, so
+/// that a message that does not parse starts no call: its error body is returned, to be
+/// written at once. Shared by raw-TCP JSON-RPC and JSON-RPC over WebSocket.
+pub(crate) fn start_message(
+    mut frame: bytes::BytesMut,
+    start: usize,
+    size: usize,
+    verbs: &Arc<VerbTable>,
+    ctx: &CallContext,
+    bounds: &Bounds,
+    calls: &mut crate::stream::driver::Calls<Option<Vec<u8>>>,
+) -> Result<(), Vec<u8>> {
+    let (verbs, ctx) = (verbs.clone(), ctx.clone());
+    if size >= crate::offload::OFFLOAD_AT {
+        let bounds = bounds.clone();
+        let text = frame.split_off(start).freeze();
+        calls.start(size, async move {
+            let mut body = Vec::new();
+            match jsonrpc::parse(text, &bounds, &verbs).await {
+                Ok(incoming) => jsonrpc::answer(verbs, ctx, incoming, &bounds, size, &mut body)
+                    .await
+                    .then_some(body),
+                Err(e) => Some(jsonrpc::error_body(&e)),
+            }
+        });
+        return Ok(());
+    }
+    let incoming =
+        jsonrpc::parse_now(&frame[start..], bounds, &verbs).map_err(|e| jsonrpc::error_body(&e))?;
+    let bounds = bounds.clone();
+    calls.start(size, async move {
+        let mut body = Vec::with_capacity(256);
+        jsonrpc::answer(verbs, ctx, incoming, &bounds, size, &mut body)
+            .await
+            .then_some(body)
+    });
+    Ok(())
 }
