@@ -15,7 +15,7 @@ const MSGPACK_REQUEST: &[u8] =
 fn probes() -> Probes {
     Probes::new()
         .with(Detected::Http, sniff::http)
-        .with(Detected::JsonTcp, sniff::json)
+        .with(Detected::JsonrpcTcp, sniff::json)
         .with(Detected::Msgpack, sniff::msgpack_rpc)
 }
 

@@ -56,6 +56,8 @@ pub mod config;
 mod conn;
 mod events;
 mod front;
+#[cfg(feature = "gateway")]
+#[cfg_attr(docsrs, doc(cfg(feature = "gateway")))]
 pub mod gateway;
 mod http;
 mod io;
@@ -68,7 +70,7 @@ mod sniff;
 mod stream;
 #[cfg(target_os = "linux")]
 pub mod systemd;
-pub mod verbs;
+mod verbs;
 
 // The settings most embedders touch, also at the root; every section type is in
 // [`config`].
@@ -80,7 +82,7 @@ pub use events::{Event, EventHub};
 pub use front::tls::TlsReloader;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
-pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
+pub use verbs::{Args, CallContext, ParamSpec, Verb, VerbBuilder, VerbTable, WhenBusy};
 
 /// The README's Rust examples, compiled by `cargo test --doc` so they stay true.
 #[cfg(doctest)]
@@ -98,8 +100,10 @@ struct ReadmeExamples;
 #[cfg(feature = "cli")]
 #[doc(hidden)]
 pub mod bench;
-/// The demo verbs behind `Config::demo`.
-#[doc(hidden)]
+/// The demo verbs `rpcmux serve` serves (`ping`, `echo`, `VM.*`, ...): registered by
+/// [`Server::bind`] when [`Config::demo`] is set, or by [`demo::register`] into any table.
+#[cfg(feature = "demo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
 
 /// The sniffer's probes, for benches/dispatch.rs and the fuzz targets.

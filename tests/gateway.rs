@@ -202,7 +202,7 @@ async fn a_hanging_upstream_times_out_and_a_full_one_refuses() {
     }
     let (r, took) = hang.await.unwrap();
     let e = r.unwrap_err();
-    assert_eq!(e.code, rpcmux::gateway::ERR_UPSTREAM_TIMEOUT, "{e:?}");
+    assert_eq!(e.code, rpcmux::codes::ERR_UPSTREAM_TIMEOUT, "{e:?}");
     assert!(
         e.message.contains("py.hang") || e.message.contains("hang"),
         "{e:?}"
@@ -220,10 +220,7 @@ async fn a_hanging_upstream_times_out_and_a_full_one_refuses() {
     // Ample time for the hanging call to reach the upstream, well within its 2 s.
     tokio::time::sleep(Duration::from_millis(700)).await;
     let r = c.call("one.echo", pos(vec![1.into()])).await.unwrap();
-    assert_eq!(
-        r.unwrap_err().code,
-        rpcmux::gateway::ERR_UPSTREAM_OVERLOADED
-    );
+    assert_eq!(r.unwrap_err().code, rpcmux::codes::ERR_UPSTREAM_OVERLOADED);
     assert_eq!(busy.await.unwrap(), Ok(Value::Int(2)));
     let r = c.call("one.echo", pos(vec![1.into()])).await.unwrap();
     assert_eq!(r, Ok(Value::Int(1)), "free again once the first call ended");
@@ -263,7 +260,7 @@ async fn a_down_address_fails_over_then_the_documented_error() {
         .await
         .unwrap()
         .unwrap_err();
-    assert_eq!(e.code, rpcmux::gateway::ERR_UPSTREAM_UNREACHABLE, "{e:?}");
+    assert_eq!(e.code, rpcmux::codes::ERR_UPSTREAM_UNREACHABLE, "{e:?}");
     assert!(e.message.contains(&dead), "names each address: {e:?}");
     drop(b);
     let e = c
@@ -271,7 +268,7 @@ async fn a_down_address_fails_over_then_the_documented_error() {
         .await
         .unwrap()
         .unwrap_err();
-    assert_eq!(e.code, rpcmux::gateway::ERR_UPSTREAM_UNREACHABLE, "{e:?}");
+    assert_eq!(e.code, rpcmux::codes::ERR_UPSTREAM_UNREACHABLE, "{e:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -285,10 +282,7 @@ async fn calls_resume_after_the_upstream_restarts() {
     }
     py.kill();
     let r = call(ClientProto::Jsonrpc, &srv, "py.whoami", vec![]).await;
-    assert_eq!(
-        r.unwrap_err().code,
-        rpcmux::gateway::ERR_UPSTREAM_UNREACHABLE
-    );
+    assert_eq!(r.unwrap_err().code, rpcmux::codes::ERR_UPSTREAM_UNREACHABLE);
     let _py = PyUpstream::start(port, "second life");
     // The pooled connections died with the first process; the first call after the
     // restart opens a new one and answers.
@@ -329,10 +323,7 @@ async fn an_upstream_down_at_startup() {
     );
     let srv = gateway_with_config(&toml);
     let r = call(ClientProto::Msgpack, &srv, "add", vec![1.into(), 2.into()]).await;
-    assert_eq!(
-        r.unwrap_err().code,
-        rpcmux::gateway::ERR_UPSTREAM_UNREACHABLE
-    );
+    assert_eq!(r.unwrap_err().code, rpcmux::codes::ERR_UPSTREAM_UNREACHABLE);
     let _py = PyUpstream::start(port, "late");
     let r = call(ClientProto::Msgpack, &srv, "add", vec![1.into(), 2.into()]).await;
     assert_eq!(r, Ok(Value::Int(3)));

@@ -188,7 +188,7 @@ async fn typed_verb_over_every_protocol() {
             "{proto}: the domain error keeps its code"
         );
         let e = call(&c, "slow", pos(vec![5_000.into()])).await.unwrap_err();
-        assert_eq!(e.code, rpcmux::verbs::ERR_TIMEOUT, "{proto}: {e}");
+        assert_eq!(e.code, rpcmux::codes::ERR_TIMEOUT, "{proto}: {e}");
         assert_eq!(call(&c, "slow", pos(vec![1.into()])).await, Ok(1.into()));
     }
 }
@@ -256,7 +256,7 @@ async fn busy_verb_refuses_the_second_call() {
         });
         tokio::time::sleep(Duration::from_millis(100)).await;
         let e = call(&b, "single", pos(vec![])).await.unwrap_err();
-        assert_eq!(e.code, rpcmux::verbs::ERR_BUSY, "{proto}: {e}");
+        assert_eq!(e.code, rpcmux::codes::ERR_BUSY, "{proto}: {e}");
         assert_eq!(first.await.unwrap(), Ok(true.into()), "{proto}");
         assert_eq!(call(&b, "single", pos(vec![])).await, Ok(true.into()));
     }
@@ -361,7 +361,7 @@ async fn subscriptions_are_built_in_and_owned_by_their_connection() {
     let e = call(&http, "subscribe", pos(vec!["*".into()]))
         .await
         .unwrap_err();
-    assert_eq!(e.code, rpcmux::verbs::ERR_NO_EVENTS_HERE);
+    assert_eq!(e.code, rpcmux::codes::ERR_NO_EVENTS_HERE);
     assert_eq!(
         call(&sub, "unsubscribe", pos(vec![id])).await,
         Ok(true.into())

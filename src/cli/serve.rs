@@ -116,8 +116,8 @@ pub struct ServeArgs {
     /// the +https forms need tls_ca, set in an [[upstream]] table of the config file);
     /// commas separate addresses of one server, tried in order. Its verbs are served as
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
-    #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::gateway::UpstreamConfig::from_flag)]
-    upstreams: Vec<rpcmux::gateway::UpstreamConfig>,
+    #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::config::UpstreamConfig::from_flag)]
+    upstreams: Vec<rpcmux::config::UpstreamConfig>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
     /// (see docs/fleet.md).
     #[arg(long = "events", value_name = "URL")]

@@ -12,30 +12,22 @@
 //! forwarding needs the `gateway` feature (on in `cli`), since it is built on the
 //! client.
 
-#[cfg(feature = "gateway")]
 mod discover;
-#[cfg(feature = "gateway")]
 mod forward;
-#[cfg(feature = "gateway")]
 mod health;
-#[cfg(feature = "gateway")]
 mod multicall;
-#[cfg(feature = "gateway")]
 mod pool;
-#[cfg(feature = "gateway")]
 mod refresh;
 
 mod error;
-pub use crate::config::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+use crate::config::UpstreamConfig;
 pub use error::GatewayError;
-#[cfg(feature = "gateway")]
 pub use refresh::UpstreamRefresher;
 
 /// Discover every upstream's verbs and register them in `table`. Names taken already
 /// (a Rust verb, an earlier upstream's) are skipped with a warning, and so are the
 /// upstream's `system.*` and `rpc.*` verbs, which rpcmux answers itself. The verbs can
 /// be learned again later through the [`UpstreamRefresher`] returned.
-#[cfg(feature = "gateway")]
 pub async fn register(
     table: &mut crate::VerbTable,
     upstreams: &[UpstreamConfig],

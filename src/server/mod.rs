@@ -44,7 +44,13 @@ impl Server {
         listeners: Vec<std::net::TcpListener>,
     ) -> io::Result<Server> {
         if config.demo {
+            #[cfg(feature = "demo")]
             crate::demo::register(&mut verbs);
+            #[cfg(not(feature = "demo"))]
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "demo = true but rpcmux was built without the `demo` feature",
+            ));
         }
         // After the demo and the embedder's verbs: an upstream verb whose name is taken
         // is the one skipped.
@@ -57,9 +63,10 @@ impl Server {
                 upstreams = Some(r.map_err(io::Error::other)?);
             }
             #[cfg(not(feature = "gateway"))]
-            return Err(io::Error::other(crate::gateway::GatewayError(
-                "upstreams are set but rpcmux was built without the `gateway` feature".into(),
-            )));
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "upstreams are set but rpcmux was built without the `gateway` feature",
+            ));
         }
         verbs.max_batch = config.limits.max_batch;
         let metrics = config

@@ -37,20 +37,20 @@ pub struct ParamSpec {
 /// A registered verb.
 pub struct Verb {
     /// The name it is called by.
-    pub name: String,
+    pub(crate) name: String,
     /// Its parameters, in positional order.
-    pub params: Vec<ParamSpec>,
+    pub(crate) params: Vec<ParamSpec>,
     /// XML-RPC type name of its result.
-    pub returns: &'static str,
+    pub(crate) returns: &'static str,
     /// JSON Schema of its result.
-    pub result: serde_json::Value,
+    pub(crate) result: serde_json::Value,
     /// What it does, for `system.methodHelp` and `rpc.discover`.
-    pub help: String,
+    pub(crate) help: String,
     /// Signatures given at registration ([`VerbBuilder::signatures`]), shown by
     /// `system.methodSignature` instead of the one derived from `params`/`returns`:
     /// a verb forwarded to another server has that server's signatures, which may be
     /// several and use type names of its own.
-    pub signatures: Option<Vec<Vec<String>>>,
+    pub(crate) signatures: Option<Vec<Vec<String>>>,
     pub(crate) policy: Policy,
     /// Its metric handles, per protocol.
     pub(crate) stats: crate::verbs::StatsCache,
@@ -65,6 +65,33 @@ pub struct Verb {
 }
 
 impl Verb {
+    /// The name it is called by.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Its parameters, in positional order.
+    pub fn params(&self) -> &[ParamSpec] {
+        &self.params
+    }
+    /// XML-RPC type name of its result.
+    pub fn returns(&self) -> &'static str {
+        self.returns
+    }
+    /// JSON Schema of its result.
+    pub fn result_schema(&self) -> &serde_json::Value {
+        &self.result
+    }
+    /// What it does, for `system.methodHelp` and `rpc.discover`.
+    pub fn help(&self) -> &str {
+        &self.help
+    }
+    /// Signatures given at registration ([`VerbBuilder::signatures`]), if any.
+    ///
+    /// [`VerbBuilder::signatures`]: crate::VerbBuilder::signatures
+    pub fn signatures(&self) -> Option<&[Vec<String>]> {
+        self.signatures.as_deref()
+    }
+
     /// What the call observer needs of it: its name and its metric handles.
     pub(crate) fn observed(&self) -> (&'static str, &crate::verbs::StatsCache) {
         (self.static_name, &self.stats)
