@@ -100,7 +100,7 @@ fn msgpack_dispatch(c: &mut Criterion) {
 /// The demo verb table, a call context and a runtime to run verbs on.
 fn table() -> (Arc<VerbTable>, CallContext, tokio::runtime::Runtime) {
     let mut verbs = VerbTable::new();
-    rpcmux::demo::register(&mut verbs);
+    rpcmux::demo::register(&mut verbs).unwrap();
     let ctx = CallContext::new("bench", Arc::new(EventHub::default()));
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

@@ -79,7 +79,7 @@ async fn main() -> std::io::Result<()> {
                 ctx.events.publish("|counter|changed", params);
                 Ok(now)
             }
-        });
+        })?;
 
     // A verb that answers without waiting can be synchronous: no future, answered as
     // its call is read.
@@ -92,8 +92,8 @@ async fn main() -> std::io::Result<()> {
                 value: c.load(Ordering::Relaxed),
                 via: ctx.protocol,
             })
-        });
-    verbs.alias("get", "counter.get");
+        })?;
+    verbs.alias("get", "counter.get")?;
 
     // A slow verb with a policy: cancelled after 2 s (error -32004), at most 4 at once,
     // a fifth refused at once (error -32005) rather than queued.
@@ -106,14 +106,14 @@ async fn main() -> std::io::Result<()> {
         .typed(|(seconds,): (u64,), _ctx| async move {
             tokio::time::sleep(Duration::from_secs(seconds)).await;
             Ok::<_, RpcError>(format!("report after {seconds} s"))
-        });
+        })?;
 
     // A dynamic verb: any value in, the same value out.
     verbs
         .verb("echo")
         .param("value")
         .help("Return value unchanged.")
-        .handler(|mut args, _ctx| async move { Ok(args.take_value(0)) });
+        .handler(|mut args, _ctx| async move { Ok(args.take_value(0)) })?;
 
     // The library's default serves only these verbs (no demo verbs); server-wide limits
     // bound what any one request may cause (see docs/limits.md).

@@ -20,7 +20,7 @@
 //! verbs.verb("greet").help("Say hello.").typed(|p: Greet, _ctx| async move {
 //!     let times = p.times.unwrap_or(1) as usize;
 //!     Ok::<_, RpcError>(format!("hello, {}! ", p.name).repeat(times))
-//! });
+//! })?; // a name registered twice is a `RegisterError`
 //! let server = Server::bind(Config::default(), verbs).await?;
 //! server.run(async { tokio::signal::ctrl_c().await.ok(); }).await;
 //! # Ok(()) }
@@ -82,7 +82,9 @@ pub use events::{Event, EventHub};
 pub use front::tls::TlsReloader;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;
-pub use verbs::{Args, CallContext, ParamSpec, Verb, VerbBuilder, VerbTable, WhenBusy};
+pub use verbs::{
+    Args, CallContext, ParamSpec, RegisterError, Verb, VerbBuilder, VerbTable, WhenBusy,
+};
 
 /// The README's Rust examples, compiled by `cargo test --doc` so they stay true.
 #[cfg(doctest)]

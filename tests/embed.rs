@@ -18,10 +18,12 @@ async fn embedded_verbs_and_a_panicking_handler() {
             a.checked_add(b)
                 .map(Value::Int)
                 .ok_or_else(|| RpcError::new(100, "overflow"))
-        });
+        })
+        .unwrap();
     verbs
         .verb("boom")
-        .handler(|_, _| async { panic!("handler bug") });
+        .handler(|_, _| async { panic!("handler bug") })
+        .unwrap();
     let config = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         demo: false,
@@ -77,7 +79,8 @@ async fn default_config_serves_only_the_embedders_verbs() {
             let mut m = Map::new();
             m.insert("mine".into(), args.take_value(0));
             Ok(Value::from(m))
-        });
+        })
+        .unwrap();
     let config = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         ..Config::default()

@@ -51,7 +51,8 @@ fn verbs() -> VerbTable {
     verbs
         .verb("VM.resize")
         .help("Resize a VM.")
-        .typed(|p: Resize, _ctx| async move { resize(p) });
+        .typed(|p: Resize, _ctx| async move { resize(p) })
+        .unwrap();
     verbs
         .verb("slow")
         .help("Sleep ms milliseconds.")
@@ -59,7 +60,8 @@ fn verbs() -> VerbTable {
         .typed(|(ms,): (u64,), _ctx| async move {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             Ok::<_, RpcError>(ms)
-        });
+        })
+        .unwrap();
     verbs
         .verb("single")
         .help("Sleep 400 ms, one call at a time.")
@@ -68,16 +70,19 @@ fn verbs() -> VerbTable {
         .typed(|(): (), _ctx| async move {
             tokio::time::sleep(Duration::from_millis(400)).await;
             Ok::<_, RpcError>(true)
-        });
+        })
+        .unwrap();
     // The same verb, synchronous: answered as it is read, no future.
     verbs
         .verb("VM.resizeNow")
         .help("Resize a VM, synchronously.")
-        .typed_sync(|p: Resize, _ctx| resize(p));
+        .typed_sync(|p: Resize, _ctx| resize(p))
+        .unwrap();
     verbs
         .verb("boomNow")
         .help("Panic, synchronously.")
-        .typed_sync(|(): (), _ctx| -> Result<bool, RpcError> { panic!("boom") });
+        .typed_sync(|(): (), _ctx| -> Result<bool, RpcError> { panic!("boom") })
+        .unwrap();
     // A capped synchronous verb runs once admitted, as a task.
     verbs
         .verb("countNow")
@@ -88,7 +93,8 @@ fn verbs() -> VerbTable {
             move |(): (), _ctx| {
                 Ok::<_, RpcError>(n.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
             }
-        });
+        })
+        .unwrap();
     verbs
 }
 

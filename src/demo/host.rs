@@ -2,7 +2,7 @@
 //! are plain structs (their fields are the parameter names, in order), the results
 //! plain `Serialize` structs, the domain errors an enum that converts into `RpcError`.
 
-use crate::verbs::VerbTable;
+use crate::verbs::{RegisterError, VerbTable};
 use crate::CallContext;
 use rpcmux_value::{Map, RpcError, Value};
 use schemars::JsonSchema;
@@ -86,7 +86,7 @@ struct Vm {
 
 type Vms = Arc<Mutex<BTreeMap<String, Vm>>>;
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     let vms = Vms::default();
 
     let store = vms.clone();
@@ -95,8 +95,8 @@ pub(super) fn register(t: &mut VerbTable) {
         .typed(move |(): (), _| {
             let ids: Vec<String> = lock(&store).keys().cloned().collect();
             async move { Ok::<_, RpcError>(ids) }
-        });
-    t.alias("list", "Host.getVMList");
+        })?;
+    t.alias("list", "Host.getVMList")?;
 
     let store = vms.clone();
     t.verb("VM.create")
@@ -114,7 +114,7 @@ pub(super) fn register(t: &mut VerbTable) {
                     elapsed_time: None,
                 })
             }
-        });
+        })?;
 
     let store = vms.clone();
     t.verb("VM.getStats")
@@ -131,7 +131,7 @@ pub(super) fn register(t: &mut VerbTable) {
                     elapsed_time: Some(vm.created.elapsed().as_secs()),
                 })
             }
-        });
+        })?;
 
     let store = vms;
     t.verb("VM.destroy")
@@ -143,7 +143,8 @@ pub(super) fn register(t: &mut VerbTable) {
                 publish_status(&ctx, &p.vm_id, "Down");
                 Ok::<_, HostError>(true)
             }
-        });
+        })?;
+    Ok(())
 }
 
 fn create(store: &Vms, p: &CreateVm) -> Result<(), HostError> {

@@ -8,7 +8,7 @@ mod host;
 mod music;
 mod publish;
 
-use crate::verbs::VerbTable;
+use crate::verbs::{RegisterError, VerbTable};
 use rpcmux_value::{vstruct, RpcError, Value};
 use std::time::Duration;
 
@@ -17,16 +17,16 @@ pub use host::{ERR_NO_SUCH_VM, ERR_VM_EXISTS};
 pub const MAX_SLEEP_MS: i64 = 60_000;
 
 /// Register the demo verbs into `t`.
-pub fn register(t: &mut VerbTable) {
+pub fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("ping")
         .returns("boolean")
         .help("Answer true: a liveness check.")
-        .handler(|_, _| async { Ok(Value::Bool(true)) });
+        .handler(|_, _| async { Ok(Value::Bool(true)) })?;
     t.verb("echo")
         .typed_param("value", "any", false)
         .returns("any")
         .help("Return value unchanged, whatever its type.")
-        .handler(|mut a, _| async move { Ok(a.take_value(0)) });
+        .handler(|mut a, _| async move { Ok(a.take_value(0)) })?;
     t.verb("whoami")
         .returns("struct")
         .help("Describe the caller as the server sees it: peer (the client address, from a trusted PROXY header when there is one), identity (the verified TLS client certificate's subject CN or first SAN, or nil), protocol.")
@@ -36,7 +36,7 @@ pub fn register(t: &mut VerbTable) {
                 "identity" => ctx.peer_identity.as_deref(),
                 "protocol" => ctx.protocol,
             })
-        });
+        })?;
     t.verb("sleep")
         .typed_param("ms", "int", false)
         .returns("int")
@@ -50,8 +50,9 @@ pub fn register(t: &mut VerbTable) {
             }
             tokio::time::sleep(Duration::from_millis(ms as u64)).await;
             Ok(Value::Int(ms))
-        });
-    host::register(t);
-    music::register(t);
-    publish::register(t);
+        })?;
+    host::register(t)?;
+    music::register(t)?;
+    publish::register(t)?;
+    Ok(())
 }

@@ -2,7 +2,7 @@
 //! as a typed verb, so `rpcmux bench --payload musicentry-typed` measures the typed
 //! path against the dynamic `echo` with the same bytes on the wire.
 
-use crate::verbs::VerbTable;
+use crate::verbs::{RegisterError, VerbTable};
 use rpcmux_value::RpcError;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -47,8 +47,9 @@ struct Params {
     value: (String, Box<MusicEntry>),
 }
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("echoMusicEntry")
         .help("Return a [\"MusicEntry\", entry] pair unchanged, read into and written from a Rust struct (the typed path's benchmark).")
-        .typed_sync(|p: Params, _| Ok::<_, RpcError>(p.value));
+        .typed_sync(|p: Params, _| Ok::<_, RpcError>(p.value))?;
+    Ok(())
 }

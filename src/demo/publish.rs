@@ -1,7 +1,7 @@
 //! `Host.publishEvent`: publish any event, so a client (a test, the fan-out benchmark,
 //! someone trying `subscribe` by hand) can produce events without creating VMs.
 
-use crate::verbs::VerbTable;
+use crate::verbs::{RegisterError, VerbTable};
 use crate::CallContext;
 use rpcmux_value::{Map, RpcError, Value};
 use schemars::JsonSchema;
@@ -16,7 +16,7 @@ struct PublishEvent {
     params: Option<Value>,
 }
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("Host.publishEvent")
         .help("Publish an event named name with the struct params (notify_time is added) to every subscriber, on every instance when [events] url is set. Returns how many connections of this instance received it.")
         .typed(|p: PublishEvent, ctx: CallContext| async move {
@@ -34,5 +34,6 @@ pub(super) fn register(t: &mut VerbTable) {
                 return Err(RpcError::invalid_params("name must not be empty"));
             }
             Ok(ctx.events.publish(&p.name, params) as i64)
-        });
+        })?;
+    Ok(())
 }

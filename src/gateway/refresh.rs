@@ -268,10 +268,14 @@ fn build(
             b = b.signatures(sigs);
         }
         let up = up.clone();
-        b.passthrough(move |params, ctx| {
+        let registered = b.passthrough(move |params, ctx| {
             let (up, name) = (up.clone(), name.clone());
             async move { up.forward(&name, params, ctx.peer).await }
         });
+        // An upstream that lists a name twice: its first entry is served.
+        if let Err(e) = registered {
+            tracing::warn!(upstream = %c.name(), "upstream verb skipped: {e}");
+        }
     }
     let mut set = t.into_verbs();
     for (k, v) in set.iter_mut() {

@@ -45,7 +45,9 @@ impl Server {
     ) -> io::Result<Server> {
         if config.demo {
             #[cfg(feature = "demo")]
-            crate::demo::register(&mut verbs);
+            crate::demo::register(&mut verbs).map_err(|e| {
+                io::Error::new(io::ErrorKind::AlreadyExists, format!("demo verbs: {e}"))
+            })?;
             #[cfg(not(feature = "demo"))]
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,

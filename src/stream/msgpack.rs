@@ -561,7 +561,7 @@ mod tests {
     /// access log off) when `observed`.
     fn demo_framer(observed: bool) -> Msgpack {
         let mut verbs = VerbTable::new();
-        crate::demo::register(&mut verbs);
+        crate::demo::register(&mut verbs).unwrap();
         if observed {
             verbs.observer = Some(Arc::new(crate::verbs::Observer::new(
                 Some(Arc::new(crate::observe::Metrics::new())),
@@ -704,10 +704,12 @@ mod tests {
         let mut verbs = VerbTable::new();
         verbs
             .verb("twice")
-            .typed_sync(|(n,): (i64,), _| Ok::<_, RpcError>(n * 2));
+            .typed_sync(|(n,): (i64,), _| Ok::<_, RpcError>(n * 2))
+            .unwrap();
         verbs
             .verb("explode")
-            .typed_sync(|(): (), _| Ok::<_, RpcError>(Explodes));
+            .typed_sync(|(): (), _| Ok::<_, RpcError>(Explodes))
+            .unwrap();
         let (mut framer, mut events) = session_framer(verbs);
         let mut input = BytesMut::new();
         for (id, (method, params)) in [

@@ -2,6 +2,7 @@
 
 use crate::verbs::output::Output;
 use crate::verbs::policy::{Policy, WhenBusy};
+use crate::verbs::register_error::RegisterError;
 use crate::verbs::typed::{AsyncHandler, SyncHandler, Typed};
 use crate::verbs::verb::{Builtin, ParamSpec, Run, Verb, VerbTable};
 use crate::verbs::{Args, CallContext};
@@ -101,9 +102,8 @@ impl VerbBuilder<'_> {
     /// });
     /// ```
     ///
-    /// # Panics
-    /// If the name is already registered.
-    pub fn typed<P, R, E, F, Fut>(mut self, f: F)
+    /// An error, and nothing registered, if the name is taken already.
+    pub fn typed<P, R, E, F, Fut>(mut self, f: F) -> Result<(), RegisterError>
     where
         P: DeserializeOwned + JsonSchema + 'static,
         R: Serialize + JsonSchema + Send + 'static,
@@ -118,7 +118,7 @@ impl VerbBuilder<'_> {
             handler: AsyncHandler(f),
             _params: std::marker::PhantomData,
         }));
-        self.finish(run, Some(result));
+        self.finish(run, Some(result))
     }
 
     /// Finish with a synchronous typed handler: as [`VerbBuilder::typed`], for handlers
@@ -148,9 +148,8 @@ impl VerbBuilder<'_> {
     /// });
     /// ```
     ///
-    /// # Panics
-    /// If the name is already registered.
-    pub fn typed_sync<P, R, E, F>(mut self, f: F)
+    /// An error, and nothing registered, if the name is taken already.
+    pub fn typed_sync<P, R, E, F>(mut self, f: F) -> Result<(), RegisterError>
     where
         P: DeserializeOwned + JsonSchema + Send + 'static,
         R: Serialize + JsonSchema + Send + 'static,
@@ -164,7 +163,7 @@ impl VerbBuilder<'_> {
             handler: SyncHandler(Arc::new(f)),
             _params: std::marker::PhantomData,
         }));
-        self.finish(run, Some(result));
+        self.finish(run, Some(result))
     }
 
     /// A required parameter of any type, for [`VerbBuilder::handler`].
@@ -198,9 +197,8 @@ impl VerbBuilder<'_> {
     /// Finish with a dynamic handler, which takes its declared parameters as values
     /// ([`Args`]) and answers a [`Value`].
     ///
-    /// # Panics
-    /// If the name is already registered.
-    pub fn handler<F, Fut>(self, f: F)
+    /// An error, and nothing registered, if the name is taken already.
+    pub fn handler<F, Fut>(self, f: F) -> Result<(), RegisterError>
     where
         F: Fn(Args, CallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
@@ -211,7 +209,7 @@ impl VerbBuilder<'_> {
                 Box::pin(async move { fut.await.map(Output::Value) })
             })),
             None,
-        );
+        )
     }
 
     /// Signatures for `system.methodSignature`, each `[return type, param types...]`,
@@ -227,9 +225,8 @@ impl VerbBuilder<'_> {
     /// shown by introspection). For verbs whose parameters are checked elsewhere: the
     /// gateway hands them on to the server that owns the verb, which answers for them.
     ///
-    /// # Panics
-    /// If the name is already registered.
-    pub fn passthrough<F, Fut>(self, f: F)
+    /// An error, and nothing registered, if the name is taken already.
+    pub fn passthrough<F, Fut>(self, f: F) -> Result<(), RegisterError>
     where
         F: Fn(Params, CallContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
@@ -240,7 +237,7 @@ impl VerbBuilder<'_> {
                 Box::pin(async move { fut.await.map(Output::Value) })
             })),
             None,
-        );
+        )
     }
 
     /// Let batches send several calls of this verb in one request (see `batch.rs`).
@@ -250,8 +247,8 @@ impl VerbBuilder<'_> {
         self
     }
 
-    pub(crate) fn builtin(self, f: Builtin) {
-        self.finish(Run::Builtin(f), None);
+    pub(crate) fn builtin(self, f: Builtin) -> Result<(), RegisterError> {
+        self.finish(Run::Builtin(f), None)
     }
 
     /// The precise schema of the parameter declared last, where its XML-RPC type name
@@ -264,12 +261,16 @@ impl VerbBuilder<'_> {
     }
 
     /// [`builtin`](Self::builtin), with the precise schema of its result.
-    pub(crate) fn builtin_returning(self, f: Builtin, result: serde_json::Value) {
-        self.finish(Run::Builtin(f), Some(result));
+    pub(crate) fn builtin_returning(
+        self,
+        f: Builtin,
+        result: serde_json::Value,
+    ) -> Result<(), RegisterError> {
+        self.finish(Run::Builtin(f), Some(result))
     }
 
-    fn finish(self, run: Run, result: Option<serde_json::Value>) {
-        self.table.claim(&self.name);
+    fn finish(self, run: Run, result: Option<serde_json::Value>) -> Result<(), RegisterError> {
+        self.table.claim(&self.name)?;
         // Verbs live for the life of the process; leaking the short name list lets
         // every call's Args borrow it without a refcount. Upstream verbs, which may be
         // registered again at each refresh, declare none: an empty list leaks nothing.
@@ -295,5 +296,6 @@ impl VerbBuilder<'_> {
             run,
         };
         self.table.verbs.insert(self.name, Arc::new(verb));
+        Ok(())
     }
 }

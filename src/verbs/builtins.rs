@@ -8,10 +8,16 @@ impl VerbTable {
     /// `system.multicall`, and event subscriptions (`subscribe`, `unsubscribe`).
     pub fn new() -> Self {
         let mut t = VerbTable::default();
-        crate::verbs::introspect::register(&mut t);
-        crate::verbs::openrpc::register(&mut t);
-        crate::verbs::multicall::register(&mut t);
-        crate::verbs::subscriptions::register(&mut t);
+        // The built-in names are distinct and the table is empty: nothing can clash.
+        let builtins = [
+            crate::verbs::introspect::register,
+            crate::verbs::openrpc::register,
+            crate::verbs::multicall::register,
+            crate::verbs::subscriptions::register,
+        ];
+        for register in builtins {
+            register(&mut t).expect("the built-in verbs' names are distinct");
+        }
         t
     }
 }

@@ -2,23 +2,24 @@
 
 use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
+use crate::verbs::RegisterError;
 use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::{RpcError, Value};
 use serde_json::json;
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("system.listMethods")
         .returns("array")
         .help("List the names of every callable method.")
         .builtin_returning(
             list_methods,
             json!({"type": "array", "items": {"type": "string"}}),
-        );
+        )?;
     t.verb("system.methodHelp")
         .typed_param("method", "string", false)
         .returns("string")
         .help("Return the help text of a method.")
-        .builtin(method_help);
+        .builtin(method_help)?;
     t.verb("system.methodSignature")
         .typed_param("method", "string", false)
         .returns("array")
@@ -29,7 +30,8 @@ pub(super) fn register(t: &mut VerbTable) {
                 "type": "array",
                 "items": {"type": "array", "items": {"type": "string"}, "minItems": 1}
             }),
-        );
+        )?;
+    Ok(())
 }
 
 fn ready(r: Result<Value, RpcError>) -> Reply {
@@ -88,7 +90,8 @@ mod tests {
             .typed_param("value", "any", false)
             .returns("any")
             .help("Return value.")
-            .handler(|mut a, _| async move { Ok(a.take_value(0)) });
+            .handler(|mut a, _| async move { Ok(a.take_value(0)) })
+            .unwrap();
         let run = |m: &str, p: Vec<Value>| {
             let ctx = CallContext::new("test", Arc::new(EventHub::default()));
             futures_util::FutureExt::now_or_never(t.call(m, Params::Positional(p), ctx)).unwrap()

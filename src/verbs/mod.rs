@@ -22,6 +22,7 @@ mod openrpc;
 mod output;
 mod params_de;
 mod policy;
+mod register_error;
 mod schema;
 mod subscriptions;
 mod table;
@@ -40,6 +41,7 @@ pub(crate) use group::{BatchTarget, Group};
 pub(crate) use observed::{Call, Observer, StatsCache};
 pub use output::{Encode, Output};
 pub use policy::WhenBusy;
+pub use register_error::RegisterError;
 pub(crate) use table::Found;
 pub(crate) use typed::Input;
 #[cfg(feature = "gateway")]

@@ -5,6 +5,7 @@
 
 use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
+use crate::verbs::RegisterError;
 use crate::verbs::{Args, CallContext, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{vstruct, Params, RpcError, Value};
@@ -13,7 +14,7 @@ use serde_json::json;
 /// Concurrent calls per multicall.
 pub const PARALLEL: usize = 32;
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("system.multicall")
         .typed_param("calls", "array", false)
         .param_schema(json!({
@@ -48,7 +49,8 @@ pub(super) fn register(t: &mut VerbTable) {
                     ]
                 }
             }),
-        );
+        )?;
+    Ok(())
 }
 
 fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
@@ -156,11 +158,14 @@ mod tests {
         let mut t = VerbTable::new();
         t.verb("echo")
             .param("v")
-            .handler(|mut a, _| async move { Ok(a.take_value(0)) });
-        t.verb("slow").handler(|_, _| async {
-            tokio::time::sleep(std::time::Duration::from_millis(30)).await;
-            Ok(Value::from("slow"))
-        });
+            .handler(|mut a, _| async move { Ok(a.take_value(0)) })
+            .unwrap();
+        t.verb("slow")
+            .handler(|_, _| async {
+                tokio::time::sleep(std::time::Duration::from_millis(30)).await;
+                Ok(Value::from("slow"))
+            })
+            .unwrap();
         let call =
             |m: &str, p: Vec<Value>| vstruct! { "methodName" => m, "params" => Value::Array(p) };
         let calls = Value::Array(vec![

@@ -6,6 +6,7 @@ use crate::codes::{ERR_BUSY, ERR_TIMEOUT};
 use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
 use crate::verbs::verb::Verb;
+use crate::verbs::RegisterError;
 use crate::verbs::{Args, CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use serde_json::{json, Value as Json};
@@ -13,11 +14,12 @@ use serde_json::{json, Value as Json};
 /// The OpenRPC version the document follows.
 const OPENRPC: &str = "1.3.2";
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("rpc.discover")
         .returns("struct")
         .help("Describe every verb as an OpenRPC 1.3 document (https://spec.open-rpc.org).")
-        .builtin(discover);
+        .builtin(discover)?;
+    Ok(())
 }
 
 fn discover(t: &VerbTable, _: Args, _: CallContext) -> Reply {

@@ -2,6 +2,7 @@
 //! publishes events, clients on connections that can carry them may receive them.
 
 use crate::codes::ERR_NO_EVENTS_HERE;
+use crate::verbs::RegisterError;
 use crate::verbs::{CallContext, VerbTable};
 use rpcmux_value::RpcError;
 use schemars::JsonSchema;
@@ -19,7 +20,7 @@ struct Unsubscribe {
     id: u64,
 }
 
-pub(super) fn register(t: &mut VerbTable) {
+pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("subscribe")
         .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP, WebSocket).")
         .typed(|p: Subscribe, ctx: CallContext| async move {
@@ -33,7 +34,7 @@ pub(super) fn register(t: &mut VerbTable) {
                 )
             })?;
             ctx.events.subscribe(&p.pattern, session)
-        });
+        })?;
     t.verb("unsubscribe")
         .help("Cancel a subscription this connection made with subscribe; false if it has none by that id.")
         .typed(|p: Unsubscribe, ctx: CallContext| async move {
@@ -41,5 +42,6 @@ pub(super) fn register(t: &mut VerbTable) {
                 Some(session) => ctx.events.unsubscribe(session.conn_id, p.id),
                 None => false,
             })
-        });
+        })?;
+    Ok(())
 }

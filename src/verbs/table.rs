@@ -1,29 +1,30 @@
 //! Looking verbs up by name (verbs, aliases, upstream verbs served now).
 
+use crate::verbs::register_error::RegisterError;
 use crate::verbs::verb::{Run, Verb, VerbTable};
 use std::sync::Arc;
 
 impl VerbTable {
     /// Make `alias` call `target`.
     ///
-    /// # Panics
-    /// If `alias` is already a verb or an alias: a name means one thing.
-    pub fn alias(&mut self, alias: &str, target: &str) -> &mut Self {
-        self.claim(alias);
+    /// An error if `alias` is already a verb or an alias: a name means one thing.
+    pub fn alias(&mut self, alias: &str, target: &str) -> Result<&mut Self, RegisterError> {
+        self.claim(alias)?;
         self.aliases.insert(alias.to_owned(), target.to_owned());
-        self
+        Ok(self)
     }
 
-    pub(crate) fn claim(&self, name: &str) {
-        assert!(
-            !self.verbs.contains_key(name) && !self.aliases.contains_key(name),
-            "rpcmux: {name:?} is registered twice (a name means one verb; the second registration is refused)"
-        );
+    /// Refuse a name that is taken.
+    pub(crate) fn claim(&self, name: &str) -> Result<(), RegisterError> {
+        match self.contains(name) {
+            true => Err(RegisterError::taken(name)),
+            false => Ok(()),
+        }
     }
 
     /// Whether `name` is taken, as a verb or an alias: a caller registering names it
     /// does not choose (the gateway, from an upstream's list) checks first and skips a
-    /// taken one, since registering it again panics.
+    /// taken one rather than handle the error registering it would give.
     pub fn contains(&self, name: &str) -> bool {
         self.verbs.contains_key(name) || self.aliases.contains_key(name)
     }
@@ -139,11 +140,15 @@ mod tests {
                 let name: String = a.take(1)?;
                 let mem: Option<i64> = a.take_opt(2)?;
                 Ok(Value::from(format!("{id}/{name}/{mem:?}")))
-            });
-        t.verb("boom").handler(|_, _| async { panic!("kaboom") });
+            })
+            .unwrap();
+        t.verb("boom")
+            .handler(|_, _| async { panic!("kaboom") })
+            .unwrap();
         t.verb("boom.sync")
-            .handler(|_, _| -> std::future::Ready<_> { panic!("sync kaboom") });
-        t.alias("create", "VM.create");
+            .handler(|_, _| -> std::future::Ready<_> { panic!("sync kaboom") })
+            .unwrap();
+        t.alias("create", "VM.create").unwrap();
         t
     }
 
@@ -215,7 +220,8 @@ mod tests {
                     Params::Positional(v) => Value::Array(v),
                     Params::Named(m) => Value::from(m),
                 })
-            });
+            })
+            .unwrap();
         let v: Vec<Value> = vec![1.into(), "x".into(), Value::Nil, 4.into()];
         assert_eq!(call(&t, "fwd", pos(v.clone())), Ok(Value::Array(v)));
         let r = call(&t, "fwd", named(&[("anything", 1.into())])).unwrap();

@@ -14,7 +14,7 @@ async fn main() -> std::io::Result<()> {
         .handler(|mut args, _ctx| async move {
             let name: String = args.take(0)?;
             Ok(Value::from(format!("hello, {name}")))
-        });
+        })?;
     let config = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
         ..Config::default()
