@@ -520,7 +520,7 @@ pub(crate) async fn answer_http(
             method,
             params,
         }) => {
-            let ctx = shared.call_context(&info, "msgpack-rpc-http");
+            let ctx = shared.call_context(info, "msgpack-rpc-http");
             let r = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
@@ -528,7 +528,7 @@ pub(crate) async fn answer_http(
             (msgid, r)
         }
         Ok(Message::Notification { method, params }) => {
-            let ctx = shared.call_context(&info, "msgpack-rpc-http");
+            let ctx = shared.call_context(info, "msgpack-rpc-http");
             let _ = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
