@@ -5,6 +5,7 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 
 mod access;
+mod error;
 mod events;
 mod limits;
 mod listen;
@@ -15,6 +16,7 @@ mod upstream;
 mod web;
 
 pub use access::AccessLevel;
+pub use error::ConfigError;
 pub use events::EventsConfig;
 pub use limits::Limits;
 pub use ops::OpsConfig;

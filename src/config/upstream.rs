@@ -4,6 +4,7 @@
 //! build (a server built without `gateway` refuses to start with upstreams set rather
 //! than ignoring them).
 
+use crate::config::ConfigError;
 use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -125,7 +126,7 @@ impl UpstreamConfig {
 
     /// Read `--upstream`'s value: `[PREFIX=]URL[,URL...]` (the commas separate the
     /// addresses of one upstream, in failover order). The URLs are checked here.
-    pub fn from_flag(spec: &str) -> Result<Self, String> {
+    pub fn from_flag(spec: &str) -> Result<Self, ConfigError> {
         let (prefix, urls) = match (spec.find('='), spec.find("://")) {
             (Some(eq), Some(scheme)) if eq < scheme => (Some(&spec[..eq]), &spec[eq + 1..]),
             _ => (None, spec),
@@ -160,19 +161,28 @@ impl UpstreamConfig {
     }
 
     /// Every URL parsed, or what is wrong with the settings.
-    pub fn check(&self) -> Result<Vec<UpstreamUrl>, String> {
+    pub fn check(&self) -> Result<Vec<UpstreamUrl>, ConfigError> {
         if self.url.is_empty() {
-            return Err("an upstream needs at least one url".into());
+            return Err(ConfigError::new(
+                "upstream",
+                "an upstream needs at least one url",
+            ));
         }
         if let Some(p) = &self.prefix {
             if p.is_empty() || p.contains(char::is_whitespace) || p.ends_with('.') {
-                return Err(format!("bad upstream prefix {p:?}"));
+                return Err(ConfigError::new(
+                    "upstream",
+                    format!("bad upstream prefix {p:?}"),
+                ));
             }
         }
         if self.max_in_flight == 0 || self.connections == Some(0) {
-            return Err(format!(
-                "upstream {}: max_in_flight and connections must be at least 1",
-                self.name()
+            return Err(ConfigError::new(
+                "upstream",
+                format!(
+                    "upstream {}: max_in_flight and connections must be at least 1",
+                    self.name()
+                ),
             ));
         }
         let urls: Vec<UpstreamUrl> = self
@@ -181,10 +191,13 @@ impl UpstreamConfig {
             .map(|u| UpstreamUrl::parse(u))
             .collect::<Result<_, _>>()?;
         if urls.iter().any(|u| u.tls) && self.tls_ca.is_none() {
-            return Err(format!(
-                "upstream {}: an https url needs tls_ca, the CA file its certificate must \
+            return Err(ConfigError::new(
+                "upstream",
+                format!(
+                    "upstream {}: an https url needs tls_ca, the CA file its certificate must \
                  chain to (set it in an [[upstream]] table of the config file)",
-                self.name()
+                    self.name()
+                ),
             ));
         }
         Ok(urls)
@@ -219,8 +232,8 @@ pub struct UpstreamUrl {
 
 impl UpstreamUrl {
     /// Parse `SCHEME://HOST:PORT[/PATH]`.
-    pub fn parse(url: &str) -> Result<UpstreamUrl, String> {
-        let bad = |why: &str| format!("upstream url {url:?}: {why}");
+    pub fn parse(url: &str) -> Result<UpstreamUrl, ConfigError> {
+        let bad = |why: &str| ConfigError::new("upstream", format!("upstream url {url:?}: {why}"));
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://HOST:PORT[/PATH]"))?;
@@ -286,7 +299,9 @@ mod tests {
         );
         let u = UpstreamUrl::parse("xmlrpc+https://h:443/RPC2").unwrap();
         assert_eq!((u.proto, u.tls), (UpstreamProto::XmlrpcHttp, true));
-        let no_ca = UpstreamConfig::from_flag("jsonrpc+https://h:443/").unwrap_err();
+        let no_ca = UpstreamConfig::from_flag("jsonrpc+https://h:443/")
+            .unwrap_err()
+            .to_string();
         assert!(no_ca.contains("needs tls_ca"), "{no_ca}");
         for bad in [
             "http://a:1/",

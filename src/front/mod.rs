@@ -63,23 +63,43 @@ impl Front {
     }
 
     /// Whether `detected` may run on this connection at its stage; `Err` says why not.
-    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> Result<(), &'static str> {
+    pub fn admit(&self, detected: Detected, info: &ConnInfo) -> Result<(), Refused> {
         let refused = match detected {
-            Detected::ProxyHeader if info.stage != Stage::Start => {
-                "PROXY header after the start of the connection"
-            }
+            Detected::ProxyHeader if info.stage != Stage::Start => Refused::ProxyNotFirst,
             Detected::ProxyHeader if !self.trusted.contains(info.peer.ip()) => {
-                "PROXY header from an untrusted source (not in proxy_from)"
+                Refused::ProxyUntrusted
             }
             Detected::ProxyHeader => return Ok(()),
-            Detected::Tls if info.stage == Stage::Tls => "TLS inside TLS",
-            Detected::Tls if self.tls.is_none() => "TLS ClientHello but TLS is off",
+            Detected::Tls if info.stage == Stage::Tls => Refused::TlsInTls,
+            Detected::Tls if self.tls.is_none() => Refused::TlsOff,
             Detected::Tls => return Ok(()),
             _ if self.mode == TlsMode::Required && info.stage != Stage::Tls => {
-                "plaintext refused: TLS is required"
+                Refused::PlaintextWhenRequired
             }
             _ => return Ok(()),
         };
         Err(refused)
+    }
+}
+
+/// Why a front layer (or plaintext) was refused on a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    ProxyNotFirst,
+    ProxyUntrusted,
+    TlsInTls,
+    TlsOff,
+    PlaintextWhenRequired,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Refused::ProxyNotFirst => "PROXY header after the start of the connection",
+            Refused::ProxyUntrusted => "PROXY header from an untrusted source (not in proxy_from)",
+            Refused::TlsInTls => "TLS inside TLS",
+            Refused::TlsOff => "TLS ClientHello but TLS is off",
+            Refused::PlaintextWhenRequired => "plaintext refused: TLS is required",
+        })
     }
 }

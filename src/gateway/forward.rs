@@ -100,7 +100,7 @@ pub(super) struct Upstream {
 
 impl Upstream {
     /// Check `c` and set up its pools (no connection is opened yet).
-    pub fn new(c: &UpstreamConfig) -> Result<Upstream, String> {
+    pub fn new(c: &UpstreamConfig) -> Result<Upstream, crate::config::ConfigError> {
         let urls = c.check()?;
         let timeout = c.timeout();
         let endpoints = urls

@@ -38,12 +38,12 @@ pub async fn register(
     for c in upstreams {
         if let Some(p) = &c.prefix {
             if !prefixes.insert(p) {
-                return Err(GatewayError(format!(
+                return Err(GatewayError::new(format!(
                     "upstream prefix {p:?} given twice: list one upstream's addresses in its url"
                 )));
             }
         }
-        let up = Arc::new(forward::Upstream::new(c).map_err(GatewayError)?);
+        let up = Arc::new(forward::Upstream::new(c)?);
         ups.push((up, c.clone()));
     }
     UpstreamRefresher::start(table, ups).await

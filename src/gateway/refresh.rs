@@ -82,7 +82,7 @@ impl UpstreamRefresher {
         for ((up, c), target) in upstreams.iter().zip(&targets) {
             let (found, source) = discover::discover(up, &c.methods, false)
                 .await
-                .map_err(|e| GatewayError(startup_failure(&up.name, &e)))?;
+                .map_err(|e| GatewayError::new(startup_failure(&up.name, &e)))?;
             let (set, skipped) = build(up, target, c, found, &taken, &VerbSet::default());
             for name in &skipped {
                 tracing::warn!(upstream = %up.name, verb = %name, "upstream verb not served: the name is taken");
@@ -118,12 +118,12 @@ impl UpstreamRefresher {
         let mut errors = Vec::new();
         for i in 0..self.inner.upstreams.len() {
             if let Err(e) = self.refresh_one(i).await {
-                errors.push(e.0);
+                errors.push(e.to_string());
             }
         }
         match errors.is_empty() {
             true => Ok(()),
-            false => Err(GatewayError(errors.join("; "))),
+            false => Err(GatewayError::new(errors.join("; "))),
         }
     }
 
@@ -137,7 +137,7 @@ impl UpstreamRefresher {
             Err(e) => {
                 s.failures.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(upstream = %s.up.name, error = %e.message, code = e.code, "upstream refresh failed: its verbs as learned before are kept");
-                return Err(GatewayError(format!(
+                return Err(GatewayError::new(format!(
                     "upstream {}: refresh failed, verbs kept: {} ({})",
                     s.up.name, e.message, e.code
                 )));

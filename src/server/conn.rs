@@ -49,7 +49,9 @@ pub(crate) async fn handle(
             return;
         };
         if let Err(why) = shared.front.admit(detected, &info) {
-            shared.refusals.refuse(Refusal::Front, info.peer, why);
+            shared
+                .refusals
+                .refuse(Refusal::Front, info.peer, &why.to_string());
             return;
         }
         if let Some(m) = &shared.metrics {
