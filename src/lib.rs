@@ -84,8 +84,8 @@ pub use verbs::{Args, CallContext, VerbBuilder, VerbTable, WhenBusy};
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 
-// What only this repository's binary, tests, benches and fuzz targets use is public but
-// hidden, not API (no semver promise): the binary (src/cli) and the integration tests are
+// What only this repository's binary, tests and benches use is public but hidden, not
+// API (no semver promise): the binary (src/cli) and the integration tests are
 // separate crates that see only the library's public items, so these cannot be private.
 // `bench` and the demo verbs stay library modules rather than moving into the binary because
 // tests/cli_call_bench.rs drives the load engine in-process and benches/dispatch.rs times
@@ -98,16 +98,3 @@ pub mod bench;
 /// The demo verbs behind `Config::demo`.
 #[doc(hidden)]
 pub mod demo;
-
-/// The sniffer's probes, for benches/dispatch.rs and the fuzz targets.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::proxy::probe as proxy_probe;
-    pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
-    pub use crate::tls::probe as tls_probe;
-    pub use crate::transport::stomp::probe as stomp_probe;
-
-    /// The private PROXY header parser (`cargo fuzz` builds with `--cfg fuzzing`).
-    #[cfg(fuzzing)]
-    pub use crate::proxy::fuzzing as proxy_header;
-}
