@@ -2,18 +2,17 @@
 //! request, then each request a masked text frame around what the raw-TCP encoder
 //! writes, and replies read by the raw-TCP decoders out of the server's messages.
 //!
-//! Hand-written over the server's frame codec (`transport/websocket/frames.rs`) for the
-//! same reason as there: the stream client owns its IO and buffers. Limits: the client
+//! Hand-written over the server's frame codec (rpcmux-websocket) for the same reason as
+//! there: the stream client owns its IO and buffers. Limits: the client
 //! does not answer pings (it has no writer in its decoder); the server pings only after
 //! `ping_interval` of silence, which a client making calls never reaches.
 
 use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{ClientError, ConnectOpts, Io};
-use crate::transport::websocket::frames;
-use crate::transport::websocket::handshake::accept_key;
 use base64::Engine;
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_value::Params;
+use rpcmux_websocket::{self as frames, accept_key};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
