@@ -50,8 +50,9 @@
 static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod budget;
+/// One async client for every protocol rpcmux speaks, with TLS: the rpcmux-client crate.
 #[cfg(feature = "client")]
-pub mod client;
+pub use rpcmux_client as client;
 mod config;
 mod events;
 mod front;

@@ -206,7 +206,7 @@ async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<tokio::net::TcpStream>, St
 
 async fn connect_streams(
     cfg: &BenchConfig,
-) -> Result<Vec<crate::client::stream::Parts<Box<dyn crate::client::Io>>>, String> {
+) -> Result<Vec<crate::client::raw::Parts<Box<dyn crate::client::Io>>>, String> {
     let mut conns = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
         let c = Client::connect_stream(cfg.proto, &cfg.addr, &cfg.opts)

@@ -150,19 +150,6 @@ impl Encode for Masked {
     }
 }
 
-/// A masked frame re-masked with the all-zero key, whose payload bytes read as sent.
-/// For `rpcmux bench`, which writes every request from one template with its id patched
-/// in: the server still unmasks each frame (XOR with zeros costs what any key does).
-#[cfg(feature = "cli")]
-pub(crate) fn zero_mask(frame: &[u8]) -> Option<Bytes> {
-    let h = frames::parse_header(frame).ok()??;
-    let mut payload = frame.get(h.header_len..)?.to_vec();
-    frames::unmask(&mut payload, h.mask?);
-    let mut out = BytesMut::with_capacity(frame.len());
-    frames::put_masked(&mut out, h.opcode, &payload, [0; 4]);
-    Some(out.freeze())
-}
-
 /// SplitMix64's output step: turns a counter into well-spread mask bits.
 fn splitmix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
