@@ -17,9 +17,9 @@
 use super::known::{Check, KnownAnswer};
 use super::stats::{Outcome, Recorder};
 use super::{describe_reply, judge, Progress};
-use crate::client::raw::{Decode, Incoming};
-use crate::client::{ClientProto, Io, Reply};
 use bytes::{Buf, Bytes, BytesMut};
+use rpcmux::client::raw::{Decode, Incoming};
+use rpcmux::client::{ClientProto, Io, Reply};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_msgpack_rpc::{Message, MsgpackRpcCodec};
 use rpcmux_stomp::{Item, StompCodec};
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn echoes_are_read_as_requests_across_reads() {
-        use crate::client::Client;
+        use rpcmux::client::Client;
         let params = rpcmux_value::Params::Positional(vec![Value::from("hi")]);
         for proto in [
             ClientProto::Msgpack,
