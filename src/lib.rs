@@ -49,8 +49,9 @@
 #[global_allocator]
 static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// One async client for every protocol rpcmux speaks, with TLS: the rpcmux-client crate.
 #[cfg(feature = "client")]
-pub mod client;
+pub use rpcmux_client as client;
 pub mod codes;
 pub mod config;
 mod conn;
@@ -91,32 +92,8 @@ pub use verbs::{
 #[doc = include_str!("../README.md")]
 struct ReadmeExamples;
 
-// What only this repository's binary, tests, benches and fuzz targets use is public but
-// hidden, not API (no semver promise): the binary (src/cli) and the integration tests are
-// separate crates that see only the library's public items, so these cannot be private.
-// `bench` and the demo verbs stay library modules rather than moving into the binary because
-// tests/cli_call_bench.rs drives the load engine in-process and benches/dispatch.rs times
-// the demo table; the demo is compiled even without `cli` since `Config::demo` turns it on.
-
-/// The load engine behind `rpcmux bench`.
-#[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod bench;
 /// The demo verbs `rpcmux serve` serves (`ping`, `echo`, `VM.*`, ...): registered by
 /// [`Server::bind`] when [`Config::demo`] is set, or by [`demo::register`] into any table.
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
-
-/// The sniffer's probes, for benches/dispatch.rs and the fuzz targets.
-#[doc(hidden)]
-pub mod internals {
-    pub use crate::front::proxy::probe as proxy_probe;
-    pub use crate::front::tls::probe as tls_probe;
-    pub use crate::sniff::{http, json, msgpack_rpc, Detected, Probe, ProbeFn, Probes};
-    pub use crate::stream::stomp::probe as stomp_probe;
-
-    /// The private PROXY header parser (`cargo fuzz` builds with `--cfg fuzzing`).
-    #[cfg(fuzzing)]
-    pub use crate::front::proxy::fuzzing as proxy_header;
-}

@@ -322,38 +322,43 @@ fn bench_labels_the_warmup_seconds() {
     assert!(!lines[1].contains("warmup"), "{stderr}");
 }
 
-/// `rpcmux bench`'s own loop, in process: echo(1) expecting `expect`, over JSON-RPC on
-/// TCP, one connection with 2 calls in flight for 300 ms.
-fn bench_expecting(addr: String, expect: i64, check_bytes: bool) -> rpcmux::bench::Report {
-    use rpcmux::bench::{self, BenchConfig, Payload};
-    use rpcmux::client::{ClientProto, ConnectOpts};
-    use std::time::Duration;
-
-    let mut payload = Payload::echo("echo(1)", 1.into());
-    payload.expect = Some(expect.into());
-    let cfg = BenchConfig {
-        proto: ClientProto::JsonrpcTcp,
-        addr,
-        connections: 1,
-        pipeline: 2,
-        duration: Duration::from_millis(300),
-        warmup: Duration::ZERO,
-        payload,
-        opts: ConnectOpts::default(),
-        echo_server: false,
-        check_bytes,
-    };
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    rt.block_on(bench::run(&cfg, |_, _, _, _| {})).unwrap()
+/// `rpcmux bench` of echo(1), which expects 1 back, over JSON-RPC on TCP: one connection
+/// with 2 calls in flight for 300 ms. Its JSON summary; the run must succeed.
+fn bench_echo_one(addr: &str, check_bytes: bool) -> serde_json::Value {
+    let dir = std::env::temp_dir().join(format!("rpcmux-bench-one-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A JSON value that is not a request object is echoed, and must come back.
+    let one = dir.join(format!("one-{check_bytes}.json"));
+    std::fs::write(&one, "1").unwrap();
+    let mut args = vec!["bench", "--proto", "jsonrpc-tcp", "-c", "1", "-p", "2"];
+    args.extend(["-d", "0.3", "--warmup", "0", "--json", "-q"]);
+    args.extend(["--payload", one.to_str().unwrap()]);
+    if check_bytes {
+        args.push("--check-bytes");
+    }
+    args.push(addr);
+    let out = rpcmux(&args, None);
+    let _ = std::fs::remove_file(&one);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    common::json(&out.stdout)
 }
 
 #[test]
 fn bench_counts_a_wrong_result_as_an_error() {
-    let srv = Server::start(&[]);
-    let r = bench_expecting(srv.addr.to_string(), 2, false);
-    assert!(r.calls > 0);
-    assert_eq!((r.wrong_results, r.errors), (r.calls, r.calls), "{r:?}");
-    assert!(r.first_error.unwrap().starts_with("wrong result: 1"));
+    // The expected result is what the payload implies (echo(1) must give 1), so the
+    // wrong one comes from a server that answers 2 to every call.
+    let r = bench_echo_one(&turning_server(0).to_string(), false);
+    let calls = r["calls"].as_u64().unwrap();
+    assert!(calls > 0, "{r}");
+    assert_eq!(r["wrong_results"], calls, "{r}");
+    assert_eq!(r["errors"], calls, "{r}");
+    assert!(
+        r["first_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("wrong result: 2"),
+        "{r}"
+    );
 }
 
 /// A JSON-RPC-over-TCP server whose first `right` answers have result 1 and every later
@@ -388,12 +393,13 @@ fn turning_server(right: usize) -> std::net::SocketAddr {
 #[test]
 fn bench_check_bytes_still_counts_a_wrong_result_after_right_ones() {
     const RIGHT: u64 = 20;
-    let r = bench_expecting(turning_server(RIGHT as usize).to_string(), 1, true);
+    let r = bench_echo_one(&turning_server(RIGHT as usize).to_string(), true);
     // The first two answers are decoded (the second is learnt), the next 18 are taken by
     // their bytes, and every one after them differs, so it is decoded and judged wrong.
-    assert!(r.calls > RIGHT, "{r:?}");
-    assert_eq!(r.wrong_results, r.calls - RIGHT, "{r:?}");
-    assert_eq!(r.errors, r.wrong_results, "{r:?}");
+    let calls = r["calls"].as_u64().unwrap();
+    assert!(calls > RIGHT, "{r}");
+    assert_eq!(r["wrong_results"], calls - RIGHT, "{r}");
+    assert_eq!(r["errors"], r["wrong_results"], "{r}");
 }
 
 #[test]

@@ -1,10 +1,10 @@
-//! The PROXY v1/v2 header parser (`src/proxy/header.rs`, exposed under `--cfg fuzzing`
-//! as `rpcmux::internals::proxy_header`): never panics; a header never claims more bytes than
-//! given nor more than `MAX_HEADER`; the same header parses from exactly its own bytes
+//! The PROXY v1/v2 header parser (`rpcmux_sniff::proxy_header`,
+//! protocols/sniff/src/proxy_header.rs): never panics; a header never claims more bytes
+//! than given nor more than `MAX_HEADER`; the same header parses from exactly its own bytes
 //! and from any extension of them; every shorter prefix of a header needs more.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rpcmux::internals::proxy_header::{parse, Parsed, MAX_HEADER};
+use rpcmux_sniff::proxy_header::{parse, Parsed, MAX_HEADER};
 
 fuzz_target!(|data: &[u8]| {
     let Parsed::Header(h) = parse(data) else {

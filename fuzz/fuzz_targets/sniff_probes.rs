@@ -3,15 +3,15 @@
 //! is asked about every prefix of the input, as the sniffer does after each read.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use rpcmux::internals::{self as sniff, Probe, ProbeFn};
+use rpcmux_sniff::{self as sniff, Probe, ProbeFn};
 
 const PROBES: &[(&str, ProbeFn)] = &[
     ("http", sniff::http),
     ("json", sniff::json),
     ("msgpack_rpc", sniff::msgpack_rpc),
-    ("stomp", sniff::stomp_probe),
-    ("tls", sniff::tls_probe),
-    ("proxy", sniff::proxy_probe),
+    ("stomp", sniff::stomp),
+    ("tls", sniff::tls),
+    ("proxy", sniff::proxy),
 ];
 
 /// The sniff buffer's cap: no probe is ever asked about more.

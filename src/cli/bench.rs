@@ -4,8 +4,10 @@
 //! (header + one row) or `--json`. Exit status: 0 when the run finished (whatever its
 //! error count: scripts read it from the output), 2 when it could not run.
 
+mod engine;
+
 use clap::Args;
-use rpcmux::bench::{self, BenchConfig, Payload};
+use engine::{BenchConfig, Payload};
 use rpcmux::client::{ClientProto, ConnectOpts};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -114,7 +116,7 @@ pub fn run(a: BenchArgs) -> ExitCode {
         Err(e) => return fail(&format!("cannot start runtime: {e}")),
     };
     let quiet = a.quiet;
-    let result = rt.block_on(bench::run(&cfg, |at, warmup, calls, errors| {
+    let result = rt.block_on(engine::run(&cfg, |at, warmup, calls, errors| {
         if !quiet {
             let phase = if warmup { " (warmup)" } else { "" };
             eprintln!(
@@ -128,7 +130,7 @@ pub fn run(a: BenchArgs) -> ExitCode {
             if a.json {
                 println!("{}", report.to_json());
             } else if a.csv {
-                println!("{}\n{}", bench::CSV_HEADER, report.to_csv_row());
+                println!("{}\n{}", engine::CSV_HEADER, report.to_csv_row());
             } else {
                 print!("{}", report.to_text());
             }

@@ -1,12 +1,12 @@
 //! Forwarding one call to an upstream: the cap on calls in flight, the timeout, the
 //! addresses in failover order, and the upstream's failures as documented errors.
 
-use crate::client::{ClientProto, ConnectOpts, TlsOpts};
 use crate::codes::{
     ERR_UPSTREAM_BAD_REPLY, ERR_UPSTREAM_OVERLOADED, ERR_UPSTREAM_TIMEOUT, ERR_UPSTREAM_UNREACHABLE,
 };
 use crate::config::{UpstreamConfig, UpstreamProto};
 use crate::gateway::pool::{Failure, Pool};
+use rpcmux_client::{ClientProto, ConnectOpts, TlsOpts};
 use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;

@@ -7,7 +7,7 @@
 //! dropped before use and a new one opened, which is how calls resume after the
 //! upstream restarts; one that failed under a call is dropped too.
 
-use crate::client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
+use rpcmux_client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
 use rpcmux_value::Params;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,7 +95,7 @@ impl Pool {
             None => Client::over(self.proto, tcp, &self.addr, opts).await,
             Some(tls) => {
                 let host = self.addr.rsplit_once(':').map_or(&*self.addr, |(h, _)| h);
-                let handshake = crate::client::tls_handshake(tcp, host, tls, self.proto);
+                let handshake = rpcmux_client::tls_handshake(tcp, host, tls, self.proto);
                 let stream = tokio::time::timeout(limit, handshake)
                     .await
                     .map_err(|_| not_sent(format!("{}: TLS handshake timed out", self.addr)))?

@@ -3,26 +3,15 @@
 //! Every probe answers Match / NoMatch / NeedMore on the bytes seen so far, so the
 //! decision is made as soon as the bytes are unambiguous (one byte for JSON or
 //! msgpack-rpc) and a client that sends one byte at a time still works. The bytes
-//! read are kept and replayed to the framer ([`crate::io::Rewind`]).
+//! read are kept and replayed to the framer ([`crate::io::Rewind`]). The probes
+//! themselves are pure functions on bytes, in rpcmux-sniff; the table and the reads are
+//! here.
 
-mod probes;
-
-pub use probes::{http, json, msgpack_rpc};
+pub use rpcmux_sniff::{http, json, msgpack_rpc, Probe, ProbeFn};
 
 use bytes::BytesMut;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt};
-
-/// A probe's verdict on a prefix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probe {
-    /// These bytes are this protocol's, whatever follows.
-    Match,
-    /// These bytes can never be this protocol's.
-    NoMatch,
-    /// Too few bytes to tell.
-    NeedMore,
-}
 
 /// What a connection turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -65,10 +54,6 @@ pub enum Decision {
     /// Some probe still needs more bytes.
     NeedMore,
 }
-
-/// A probe: a pure function of the bytes seen so far, so it can be fuzzed and asked again
-/// after every read.
-pub type ProbeFn = fn(&[u8]) -> Probe;
 
 /// The ordered probe table. Order matters only where two probes could both match
 /// the same bytes (a PROXY header also looks like an HTTP request line): the first wins.

@@ -554,8 +554,40 @@ pub(crate) async fn answer_http(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::Payload;
     use crate::conn::budget::Budget;
+
+    /// What `rpcmux bench --payload musicentry` (and `musicentry-typed`) sends: echo of
+    /// the MusicEntry struct, read from the request file the bench's payload is checked
+    /// against, and the same struct to the typed verb echoMusicEntry.
+    struct Payload {
+        name: String,
+        method: String,
+        params: rpcmux_value::Params,
+    }
+
+    impl Payload {
+        fn music_entry() -> Payload {
+            let req: rpcmux_value::Value =
+                serde_json::from_slice(include_bytes!("../../benches/data/jsonrpc_echo_req.json"))
+                    .unwrap();
+            let Some(rpcmux_value::Value::Array(params)) = req.get("params").cloned() else {
+                panic!("no params in jsonrpc_echo_req.json")
+            };
+            Payload {
+                name: "musicentry".into(),
+                method: "echo".into(),
+                params: rpcmux_value::Params::Positional(params),
+            }
+        }
+
+        fn music_entry_typed() -> Payload {
+            Payload {
+                name: "musicentry-typed".into(),
+                method: "echoMusicEntry".into(),
+                ..Payload::music_entry()
+            }
+        }
+    }
 
     /// A session's framer over the demo verbs, with the server's observer (metrics on,
     /// access log off) when `observed`.

@@ -6,50 +6,21 @@
 //! address, so their header is refused (`front::admit` closes and logs it). The header
 //! is read with the sniff deadline, at most [`header::MAX_HEADER`] bytes, and the
 //! bytes after it stay with the connection, which is sniffed again (TLS may follow).
-
-mod header;
-
-/// The private header parser, exposed to the fuzz targets only (`cargo fuzz` builds with
-/// `--cfg fuzzing`; see docs/fuzzing.md).
-#[cfg(fuzzing)]
-#[doc(hidden)]
-pub mod fuzzing {
-    pub use crate::front::proxy::header::{parse, Header, Parsed, MAX_HEADER};
-}
+//! The probe and the header parser are rpcmux-sniff's.
 
 use crate::conn::refusals::{Refusal, Refusals};
 use crate::conn::ConnInfo;
 use crate::conn::Stage;
 use crate::io::{Rewind, Stream};
-use crate::sniff::Probe;
 use bytes::{Buf, BytesMut};
 use header::Parsed;
 use ipnet::IpNet;
+pub use rpcmux_sniff::proxy as probe;
+use rpcmux_sniff::proxy_header as header;
 use std::net::IpAddr;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
-
-/// The v1 text header's start.
-const V1_PREFIX: &[u8] = b"PROXY ";
-/// The v2 binary header's 12-byte signature.
-const V2_SIGNATURE: &[u8] = b"\r\n\r\n\0\r\nQUIT\n";
-
-/// Sniffer probe: the start of a v1 or v2 header. It must run before the HTTP probe,
-/// which would take `PROXY ` for a request method.
-pub fn probe(p: &[u8]) -> Probe {
-    for sig in [V1_PREFIX, V2_SIGNATURE] {
-        let n = p.len().min(sig.len());
-        if p[..n] == sig[..n] {
-            return if n == sig.len() {
-                Probe::Match
-            } else {
-                Probe::NeedMore
-            };
-        }
-    }
-    Probe::NoMatch
-}
 
 /// The networks whose PROXY headers are believed.
 #[derive(Debug, Clone, Default)]
@@ -125,20 +96,6 @@ pub(crate) async fn read_header<S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn probe_decides_on_the_signature() {
-        assert_eq!(probe(b""), Probe::NeedMore);
-        assert_eq!(probe(b"PRO"), Probe::NeedMore);
-        assert_eq!(probe(b"PROXY "), Probe::Match);
-        assert_eq!(probe(b"PROXY TCP4"), Probe::Match);
-        assert_eq!(probe(b"PROXYX"), Probe::NoMatch);
-        assert_eq!(probe(b"POST "), Probe::NoMatch);
-        assert_eq!(probe(b"\r\n\r\n\0"), Probe::NeedMore);
-        assert_eq!(probe(V2_SIGNATURE), Probe::Match);
-        assert_eq!(probe(b"\r\n\r\nX"), Probe::NoMatch);
-        assert_eq!(probe(b"{"), Probe::NoMatch);
-    }
 
     #[test]
     fn trust_by_network() {

@@ -17,26 +17,14 @@ use crate::conn::refusals::{Refusal, Refusals};
 use crate::conn::ConnInfo;
 use crate::conn::Stage;
 use crate::io::{Rewind, Stream};
-use crate::sniff::Probe;
 use prometheus_client::metrics::counter::Counter;
+/// Sniffer probe: a TLS ClientHello (rpcmux-sniff's).
+pub use rpcmux_sniff::tls as probe;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
-
-/// The first byte of a TLS record carrying a handshake message (the ClientHello).
-/// No plaintext protocol we serve starts with it, so one byte decides.
-pub const HANDSHAKE_RECORD: u8 = 0x16;
-
-/// Sniffer probe: a TLS ClientHello.
-pub fn probe(p: &[u8]) -> Probe {
-    match p.first() {
-        None => Probe::NeedMore,
-        Some(&HANDSHAKE_RECORD) => Probe::Match,
-        Some(_) => Probe::NoMatch,
-    }
-}
 
 /// A listener's TLS side: the (reloadable) material and the handshake deadline.
 pub(crate) struct Tls {
@@ -111,18 +99,4 @@ pub(crate) async fn handshake<S: Stream>(
         "TLS established"
     );
     Some(stream)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn one_byte_decides() {
-        assert_eq!(probe(b""), Probe::NeedMore);
-        assert_eq!(probe(&[0x16]), Probe::Match);
-        assert_eq!(probe(&[0x16, 0x03, 0x01]), Probe::Match);
-        assert_eq!(probe(b"POST "), Probe::NoMatch);
-        assert_eq!(probe(&[0x94, 0x00]), Probe::NoMatch);
-    }
 }

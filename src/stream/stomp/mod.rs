@@ -25,19 +25,11 @@ pub(crate) use framer::Stomp;
 use crate::conn::ConnInfo;
 use crate::io::{Rewind, Stream};
 use crate::shared::Shared;
-use crate::sniff;
 use crate::stream::driver;
+/// The sniffer probe: any STOMP client command, after optional heart-beat EOLs
+/// (rpcmux-sniff's).
+pub use rpcmux_sniff::stomp as probe;
 use std::sync::Arc;
-
-/// The sniffer probe: any STOMP client command (so a reconnecting client that starts
-/// with SEND or SUBSCRIBE is recognised too), after optional heart-beat EOLs.
-pub fn probe(prefix: &[u8]) -> sniff::Probe {
-    match rpcmux_stomp::probe_client_frame(prefix) {
-        rpcmux_stomp::Probe::Match => sniff::Probe::Match,
-        rpcmux_stomp::Probe::NoMatch => sniff::Probe::NoMatch,
-        rpcmux_stomp::Probe::NeedMore => sniff::Probe::NeedMore,
-    }
-}
 
 /// Run a STOMP session on a sniffed connection until either side closes it.
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
@@ -46,18 +38,4 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         framer::Stomp::new(for_framer, ctx, conn_id)
     })
     .await;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn probe_maps_verdicts() {
-        assert_eq!(probe(b"STOMP\n"), sniff::Probe::Match);
-        assert_eq!(probe(b"\nSUBSCRIBE\r\n"), sniff::Probe::Match);
-        assert_eq!(probe(b"CONN"), sniff::Probe::NeedMore);
-        assert_eq!(probe(b"CONNECTED\n"), sniff::Probe::NoMatch);
-        assert_eq!(probe(b"{"), sniff::Probe::NoMatch);
-    }
 }

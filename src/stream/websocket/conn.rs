@@ -11,8 +11,8 @@ use crate::config::WsConfig;
 use crate::conn::out::Out;
 use crate::events::Event;
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
-use crate::stream::websocket::frames::{self, Header};
 use bytes::{Buf, BytesMut};
+use rpcmux_websocket::{self as frames, Header};
 use std::time::Duration;
 
 /// A subprotocol carried in messages.

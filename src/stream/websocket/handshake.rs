@@ -6,7 +6,7 @@ use base64::Engine;
 use http_body_util::Full;
 use hyper::header::{HeaderMap, HeaderValue, CONNECTION, UPGRADE};
 use hyper::{Method, Request, Response, StatusCode, Version};
-use sha1::{Digest, Sha1};
+use rpcmux_websocket::accept_key;
 
 /// What runs in the messages of an accepted session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,21 +25,9 @@ const KNOWN: [(&str, Subprotocol); 3] = [
     ("v11.stomp", Subprotocol::Stomp),
 ];
 
-/// The GUID every accept key is derived with.
-const GUID: &str = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
 /// Does this request ask for a WebSocket (`Upgrade: websocket`)?
 pub fn is_upgrade<B>(req: &Request<B>) -> bool {
     header_has(req.headers(), UPGRADE, "websocket")
-}
-
-/// `Sec-WebSocket-Accept` for a client's `Sec-WebSocket-Key`. Two lines over sha1 and
-/// base64 rather than tungstenite's copy of them, which would bring its http types along.
-pub fn accept_key(key: &[u8]) -> String {
-    let mut h = Sha1::new();
-    h.update(key);
-    h.update(GUID.as_bytes());
-    base64::engine::general_purpose::STANDARD.encode(h.finalize())
 }
 
 /// A reply to an upgrade request.
@@ -155,14 +143,6 @@ mod tests {
             b = b.header(*k, *v);
         }
         b.body(()).unwrap()
-    }
-
-    #[test]
-    fn rfc_6455_sample_key() {
-        assert_eq!(
-            accept_key(b"dGhlIHNhbXBsZSBub25jZQ=="),
-            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-        );
     }
 
     #[test]

@@ -8,10 +8,10 @@ use crate::events::Event;
 use crate::rpc::jsonrpc::{self, Bounds};
 use crate::stream::driver::{Calls, Close};
 use crate::stream::websocket::conn::Messages;
-use crate::stream::websocket::frames;
 use crate::verbs::{CallContext, VerbTable};
 use bytes::BytesMut;
 use rpcmux_value::RpcError;
+use rpcmux_websocket as frames;
 use std::sync::Arc;
 
 pub(crate) struct JsonWs {

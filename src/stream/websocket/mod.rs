@@ -4,12 +4,13 @@
 //! (`transport/session.rs`) like raw-TCP JSON-RPC and STOMP: bounded calls in flight,
 //! bounded unsent output, events, idle timeout, graceful shutdown (close 1001).
 //!
-//! - [`frames`]: the frame codec; [`conn`]: control frames, fragments, limits, ping/pong;
+//! - `frames`: the frame codec (rpcmux-websocket); [`conn`]: control frames, fragments,
+//!   limits, ping/pong;
 //! - [`json`]: JSON-RPC 2.0 messages; [`stomp`]: STOMP 1.2 frames in messages;
 //! - [`config`]: the `[websocket]` and `[web]` sections.
 
 pub(crate) mod conn;
-pub(crate) mod frames;
+/// The frame codec, shared with the client.
 pub mod handshake;
 mod json;
 mod stomp;

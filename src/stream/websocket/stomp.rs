@@ -10,9 +10,9 @@ use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer};
 use crate::stream::stomp::Stomp;
 use crate::stream::websocket::conn::Messages;
-use crate::stream::websocket::frames;
 use crate::verbs::CallContext;
 use bytes::BytesMut;
+use rpcmux_websocket as frames;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! The application-protocol probes. Each looks only at the bytes given.
 
-use crate::sniff::Probe;
+use crate::Probe;
 
 /// Longest HTTP method token we wait for before deciding it is not HTTP.
 const MAX_METHOD: usize = 16;
@@ -40,6 +40,17 @@ pub fn msgpack_rpc(p: &[u8]) -> Probe {
     }
 }
 
+/// STOMP: any client command (so a reconnecting client that starts with SEND or
+/// SUBSCRIBE is recognised too), after optional heart-beat EOLs. The STOMP codec's own
+/// probe ([`rpcmux_stomp::probe_client_frame`]).
+pub fn stomp(p: &[u8]) -> Probe {
+    match rpcmux_stomp::probe_client_frame(p) {
+        rpcmux_stomp::Probe::Match => Probe::Match,
+        rpcmux_stomp::Probe::NoMatch => Probe::NoMatch,
+        rpcmux_stomp::Probe::NeedMore => Probe::NeedMore,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,5 +81,14 @@ mod tests {
             "a response is not a client's first message"
         );
         assert_eq!(msgpack_rpc(&[0x92]), Probe::NoMatch);
+    }
+
+    #[test]
+    fn stomp_maps_verdicts() {
+        assert_eq!(stomp(b"STOMP\n"), Probe::Match);
+        assert_eq!(stomp(b"\nSUBSCRIBE\r\n"), Probe::Match);
+        assert_eq!(stomp(b"CONN"), Probe::NeedMore);
+        assert_eq!(stomp(b"CONNECTED\n"), Probe::NoMatch);
+        assert_eq!(stomp(b"{"), Probe::NoMatch);
     }
 }

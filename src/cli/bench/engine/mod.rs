@@ -1,5 +1,5 @@
 //! The load engine behind `rpcmux bench`: N connections, each with D calls in flight,
-//! for a fixed time, over any protocol the [client](crate::client) speaks.
+//! for a fixed time, over any protocol the client (`rpcmux::client`) speaks.
 //!
 //! Every call is checked (an error reply, or a result other than the expected one,
 //! counts as an error), so a server that answers fast but wrong cannot win. Each of
@@ -13,11 +13,11 @@ mod report;
 mod stats;
 
 pub use payload::Payload;
-pub use report::{Latency, Report, CSV_HEADER};
-pub use stats::{Counts, Outcome, Recorder};
+pub use report::{Report, CSV_HEADER};
+pub use stats::{Outcome, Recorder};
 
-use crate::client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
 use bytes::BytesMut;
+use rpcmux::client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
 use rpcmux_value::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -206,7 +206,7 @@ async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<tokio::net::TcpStream>, St
 
 async fn connect_streams(
     cfg: &BenchConfig,
-) -> Result<Vec<crate::client::stream::Parts<Box<dyn crate::client::Io>>>, String> {
+) -> Result<Vec<rpcmux::client::raw::Parts<Box<dyn rpcmux::client::Io>>>, String> {
     let mut conns = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
         let c = Client::connect_stream(cfg.proto, &cfg.addr, &cfg.opts)

@@ -67,8 +67,12 @@ fn config(opts: &TlsOpts, proto: ClientProto) -> Result<ClientConfig, ClientErro
     Ok(config)
 }
 
-/// Run the TLS handshake over `tcp`; `host` is the address's host part.
-pub(crate) async fn handshake(
+/// Run the TLS handshake over `tcp` as [`Client::connect`](crate::Client::connect)
+/// does (the ALPN `proto` needs), for a caller that dials itself (its own connect
+/// deadline) and then starts the protocol with [`Client::over`](crate::Client::over).
+/// `host` is the address's host part: the name the server's certificate must carry
+/// unless `opts.server_name` says otherwise.
+pub async fn handshake(
     tcp: TcpStream,
     host: &str,
     opts: &TlsOpts,

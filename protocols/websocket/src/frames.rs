@@ -1,34 +1,43 @@
-//! The RFC 6455 frame codec, hand-written.
+//! The RFC 6455 frame codec, hand-written (why: the crate docs).
 //!
-//! Why not tokio-tungstenite or fastwebsockets: both own the connection's IO, with their
-//! own read buffer and their own write queue, and the session driver
-//! (`transport/session.rs`) must own those to bound unsent output (backpressure) and to
-//! give buffers back while a session is idle. The frame format itself is small: a 2 to
-//! 14 byte header, and client payloads XOR-masked with a 4-byte key. Payloads are
-//! unmasked in place in the driver's input buffer, so a single-frame message reaches the
-//! JSON parser without a copy, and a frame's length is judged from its header before
-//! any of its payload is buffered.
+//! Payloads are unmasked in place in the caller's input buffer, so a single-frame
+//! message reaches its parser without a copy, and a frame's length is judged from its
+//! header before any of its payload is buffered.
 
 use bytes::{BufMut, BytesMut};
 
-pub(crate) const CONTINUATION: u8 = 0x0;
-pub(crate) const TEXT: u8 = 0x1;
-pub(crate) const BINARY: u8 = 0x2;
-pub(crate) const CLOSE: u8 = 0x8;
-pub(crate) const PING: u8 = 0x9;
-pub(crate) const PONG: u8 = 0xA;
+// Opcodes (RFC 6455 section 5.2).
+/// Opcode: a continuation of a fragmented message.
+pub const CONTINUATION: u8 = 0x0;
+/// Opcode: a text message (UTF-8), or its first fragment.
+pub const TEXT: u8 = 0x1;
+/// Opcode: a binary message, or its first fragment.
+pub const BINARY: u8 = 0x2;
+/// Opcode: close (a control frame; its payload is a close code and a reason).
+pub const CLOSE: u8 = 0x8;
+/// Opcode: ping (a control frame, answered by a pong with the same payload).
+pub const PING: u8 = 0x9;
+/// Opcode: pong (a control frame).
+pub const PONG: u8 = 0xA;
 
-/// Close codes (RFC 6455 section 7.4.1).
-pub(crate) const NORMAL: u16 = 1000;
-pub(crate) const GOING_AWAY: u16 = 1001;
-pub(crate) const PROTOCOL_ERROR: u16 = 1002;
-pub(crate) const BAD_DATA: u16 = 1007;
-pub(crate) const TOO_BIG: u16 = 1009;
+// Close codes (RFC 6455 section 7.4.1).
+/// Close code 1000: normal closure.
+pub const NORMAL: u16 = 1000;
+/// Close code 1001: going away (a server shutting down).
+pub const GOING_AWAY: u16 = 1001;
+/// Close code 1002: protocol error.
+pub const PROTOCOL_ERROR: u16 = 1002;
+/// Close code 1007: data inconsistent with the message's type (text that is not UTF-8).
+pub const BAD_DATA: u16 = 1007;
+/// Close code 1009: a message too big to process.
+pub const TOO_BIG: u16 = 1009;
 
 /// A frame header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Header {
+pub struct Header {
+    /// The final fragment of its message.
     pub fin: bool,
+    /// What the frame carries ([`TEXT`], [`CLOSE`], ...).
     pub opcode: u8,
     /// The masking key, if the frame is masked.
     pub mask: Option<[u8; 4]>,
@@ -39,6 +48,7 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    /// A control frame (close, ping, pong): at most 125 bytes, never fragmented.
     pub fn is_control(&self) -> bool {
         self.opcode & 0x8 != 0
     }
@@ -47,7 +57,7 @@ impl Header {
 /// Parse the header at the start of `buf`: `Ok(None)` while it is incomplete, `Err` for
 /// a frame no peer may send (reserved bits or opcodes, an oversize or fragmented control
 /// frame, a length with the top bit set).
-pub(crate) fn parse_header(buf: &[u8]) -> Result<Option<Header>, &'static str> {
+pub fn parse_header(buf: &[u8]) -> Result<Option<Header>, &'static str> {
     let [b0, b1, ..] = *buf else { return Ok(None) };
     if b0 & 0x70 != 0 {
         return Err("reserved bits set (no extension was negotiated)");
@@ -97,7 +107,7 @@ pub(crate) fn parse_header(buf: &[u8]) -> Result<Option<Header>, &'static str> {
 }
 
 /// XOR `data` with `mask`, eight bytes at a time.
-pub(crate) fn unmask(data: &mut [u8], mask: [u8; 4]) {
+pub fn unmask(data: &mut [u8], mask: [u8; 4]) {
     let m = [mask[0], mask[1], mask[2], mask[3]];
     let wide = u64::from_ne_bytes([m[0], m[1], m[2], m[3], m[0], m[1], m[2], m[3]]);
     let mut chunks = data.chunks_exact_mut(8);
@@ -112,7 +122,7 @@ pub(crate) fn unmask(data: &mut [u8], mask: [u8; 4]) {
 }
 
 /// Write a final frame's header: unmasked (`mask: None`, the server's frames) or masked.
-pub(crate) fn put_header(out: &mut BytesMut, opcode: u8, len: usize, mask: Option<[u8; 4]>) {
+pub fn put_header(out: &mut BytesMut, opcode: u8, len: usize, mask: Option<[u8; 4]>) {
     let m = if mask.is_some() { 0x80 } else { 0 };
     out.reserve(14);
     out.put_u8(0x80 | opcode);
@@ -131,15 +141,14 @@ pub(crate) fn put_header(out: &mut BytesMut, opcode: u8, len: usize, mask: Optio
 }
 
 /// Write one final, unmasked frame.
-pub(crate) fn put_frame(out: &mut BytesMut, opcode: u8, payload: &[u8]) {
+pub fn put_frame(out: &mut BytesMut, opcode: u8, payload: &[u8]) {
     out.reserve(14 + payload.len());
     put_header(out, opcode, payload.len(), None);
     out.put_slice(payload);
 }
 
 /// Write one final frame masked with `mask` (the client's frames).
-#[cfg(any(feature = "client", test))]
-pub(crate) fn put_masked(out: &mut BytesMut, opcode: u8, payload: &[u8], mask: [u8; 4]) {
+pub fn put_masked(out: &mut BytesMut, opcode: u8, payload: &[u8], mask: [u8; 4]) {
     out.reserve(14 + payload.len());
     put_header(out, opcode, payload.len(), Some(mask));
     let start = out.len();
@@ -148,7 +157,7 @@ pub(crate) fn put_masked(out: &mut BytesMut, opcode: u8, payload: &[u8], mask: [
 }
 
 /// Write a close frame with `code` and a reason (cut to fit the 125-byte control limit).
-pub(crate) fn put_close(out: &mut BytesMut, code: u16, reason: &str) {
+pub fn put_close(out: &mut BytesMut, code: u16, reason: &str) {
     let mut cut = reason.len().min(123);
     while !reason.is_char_boundary(cut) {
         cut -= 1;

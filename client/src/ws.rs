@@ -2,18 +2,17 @@
 //! request, then each request a masked text frame around what the raw-TCP encoder
 //! writes, and replies read by the raw-TCP decoders out of the server's messages.
 //!
-//! Hand-written over the server's frame codec (`transport/websocket/frames.rs`) for the
-//! same reason as there: the stream client owns its IO and buffers. Limits: the client
+//! Hand-written over the server's frame codec (rpcmux-websocket) for the same reason as
+//! there: the stream client owns its IO and buffers. Limits: the client
 //! does not answer pings (it has no writer in its decoder); the server pings only after
 //! `ping_interval` of silence, which a client making calls never reaches.
 
 use super::stream::{Decode, Encode, Incoming, Parts};
 use super::{ClientError, ConnectOpts, Io};
-use crate::stream::websocket::frames;
-use crate::stream::websocket::handshake::accept_key;
 use base64::Engine;
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_value::Params;
+use rpcmux_websocket::{self as frames, accept_key};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -149,19 +148,6 @@ impl Encode for Masked {
         frames::put_masked(&mut out, frames::TEXT, &body, mask);
         Ok(out.freeze())
     }
-}
-
-/// A masked frame re-masked with the all-zero key, whose payload bytes read as sent.
-/// For `rpcmux bench`, which writes every request from one template with its id patched
-/// in: the server still unmasks each frame (XOR with zeros costs what any key does).
-#[cfg(feature = "cli")]
-pub(crate) fn zero_mask(frame: &[u8]) -> Option<Bytes> {
-    let h = frames::parse_header(frame).ok()??;
-    let mut payload = frame.get(h.header_len..)?.to_vec();
-    frames::unmask(&mut payload, h.mask?);
-    let mut out = BytesMut::with_capacity(frame.len());
-    frames::put_masked(&mut out, h.opcode, &payload, [0; 4]);
-    Some(out.freeze())
 }
 
 /// SplitMix64's output step: turns a counter into well-spread mask bits.

@@ -1,10 +1,11 @@
 //! One async client for every protocol rpcmux speaks, used by `rpcmux call`,
-//! `rpcmux bench` and the tests.
+//! `rpcmux bench`, the gateway and the tests. The `rpcmux` crate re-exports it as
+//! `rpcmux::client` (its `client` feature).
 //!
 //! ```no_run
-//! use rpcmux::client::{Client, ClientProto, ConnectOpts};
-//! use rpcmux::{Params, Value};
-//! # async fn run() -> Result<(), rpcmux::client::ClientError> {
+//! use rpcmux_client::{Client, ClientProto, ConnectOpts};
+//! use rpcmux_value::{Params, Value};
+//! # async fn run() -> Result<(), rpcmux_client::ClientError> {
 //! let client = Client::connect(ClientProto::JsonrpcTcp, "127.0.0.1:54321", ConnectOpts::default()).await?;
 //! match client.call("echo", Params::Positional(vec![Value::from("hi")])).await? {
 //!     Ok(v) => println!("{v:?}"),
@@ -22,7 +23,16 @@
 //!   in whatever order they come.
 //!
 //! [`Client::over`] takes an already-open stream, so TLS (or anything else that is
-//! `AsyncRead + AsyncWrite`) slots in under every protocol unchanged.
+//! `AsyncRead + AsyncWrite`) slots in under every protocol unchanged; [`tls_handshake`]
+//! is the TLS that [`Client::connect`] speaks, for callers that dial themselves.
+//!
+//! TLS is rustls with its aws-lc-rs provider, as the rpcmux server has it.
+//!
+//! Features: `clap` (`ClientProto` is a clap `ValueEnum`), `raw-streams` (the stream
+//! protocols' parts undriven: `Client::connect_stream` and the `raw` module, for a load
+//! generator that drives each connection itself, as `rpcmux bench` does).
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod error;
 mod http;
@@ -30,18 +40,22 @@ mod json;
 mod jsonrpc_tcp;
 mod msgpack;
 mod stomp;
-pub(crate) mod stream;
+mod stream;
 mod tls;
-pub(crate) mod ws;
+mod ws;
 mod xmlrpc;
 
 pub use error::ClientError;
-#[cfg(feature = "cli")]
-pub(crate) use stream::Incoming;
-/// For the gateway, which dials upstreams itself (its own connect deadline).
-#[cfg(feature = "gateway")]
-pub(crate) use tls::handshake as tls_handshake;
+pub use tls::handshake as tls_handshake;
 pub use tls::TlsOpts;
+
+/// A stream protocol's parts undriven, for a caller that runs its own loop per
+/// connection ([`Client::connect_stream`]): the connection after its handshake, the
+/// bytes read past it, the protocol's request encoder and reply decoder.
+#[cfg(feature = "raw-streams")]
+pub mod raw {
+    pub use crate::stream::{Decode, Encode, Incoming, Parts};
+}
 
 use rpcmux_value::{Params, RpcError, Value};
 use std::time::Duration;
@@ -53,7 +67,7 @@ pub type Reply = Result<Value, RpcError>;
 
 /// The wire protocols the client speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum ClientProto {
     /// XML-RPC over HTTP/1.1 (POST, text/xml).
     Xmlrpc,
@@ -197,12 +211,12 @@ impl Client {
 
     /// Connect as [`Client::connect`] does, but hand back a stream protocol's parts
     /// undriven (for `rpcmux bench`'s own loop). HTTP protocols: `Unsupported`.
-    #[cfg(feature = "cli")]
-    pub(crate) async fn connect_stream(
+    #[cfg(feature = "raw-streams")]
+    pub async fn connect_stream(
         proto: ClientProto,
         addr: &str,
         opts: &ConnectOpts,
-    ) -> Result<stream::Parts<Box<dyn Io>>, ClientError> {
+    ) -> Result<raw::Parts<Box<dyn Io>>, ClientError> {
         let io = dial(proto, addr, opts).await?;
         tokio::time::timeout(opts.timeout, stream_parts(proto, io, addr, opts))
             .await

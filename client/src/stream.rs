@@ -16,20 +16,26 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 /// Writes one call. Runs on the caller's task, so encoding is spread over callers.
-pub(crate) trait Encode: Send + Sync + 'static {
+pub trait Encode: Send + Sync + 'static {
+    /// The bytes of one call of `method` with `params`, tagged with `id`.
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError>;
 }
 
 /// What the reader found next in the byte stream.
-pub(crate) enum Incoming {
+pub enum Incoming {
     /// The reply to call `id`.
-    Reply { id: u32, reply: Reply },
+    Reply {
+        /// The id the call was encoded with.
+        id: u32,
+        /// Its result or error reply.
+        reply: Reply,
+    },
     /// Something that answers no call (a notification, an event, a heart-beat): skipped.
     Other,
 }
 
 /// Reads replies. Owned by the reader task; may keep state between reads.
-pub(crate) trait Decode: Send + 'static {
+pub trait Decode: Send + 'static {
     /// Take one message off the front of `buf`; `Ok(None)` means more bytes are needed.
     /// An `Err` is fatal: the stream cannot be trusted any more.
     fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Incoming>, ClientError>;
@@ -61,13 +67,16 @@ fn lock(p: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
 
 /// A stream protocol ready to carry calls but not yet driven: the connection, the
 /// bytes read past its handshake, and the protocol's encoder and decoder.
-/// [`StreamClient::start`] drives it with a reader and a writer task; `rpcmux bench`
+/// The [`Client`](crate::Client) drives it with a reader and a writer task; `rpcmux bench`
 /// drives it with one loop per connection instead, as it does a bare echo server.
-pub(crate) struct Parts<S> {
+pub struct Parts<S> {
+    /// The connection, its handshake done.
     pub io: S,
     /// Bytes already read (after a handshake) that belong to the reply stream.
     pub input: BytesMut,
+    /// Writes the protocol's requests.
     pub encode: Box<dyn Encode>,
+    /// Reads the protocol's replies off `io`'s bytes (`input` first).
     pub decode: Box<dyn Decode>,
 }
 

@@ -17,9 +17,9 @@
 use super::known::{Check, KnownAnswer};
 use super::stats::{Outcome, Recorder};
 use super::{describe_reply, judge, Progress};
-use crate::client::stream::Decode;
-use crate::client::{ClientProto, Incoming, Io, Reply};
 use bytes::{Buf, Bytes, BytesMut};
+use rpcmux::client::raw::{Decode, Incoming};
+use rpcmux::client::{ClientProto, Io, Reply};
 use rpcmux_jsonrpc::{Split, Splitter};
 use rpcmux_msgpack_rpc::{Message, MsgpackRpcCodec};
 use rpcmux_stomp::{Item, StompCodec};
@@ -152,7 +152,7 @@ impl Plan {
         timeout: Duration,
     ) -> Result<Plan, String> {
         let template = if ClientProto::WEBSOCKET.contains(&proto) {
-            crate::client::ws::zero_mask(&template).ok_or("not a WebSocket frame")?
+            zero_mask(&template).ok_or("not a WebSocket frame")?
         } else {
             template
         };
@@ -436,6 +436,19 @@ pub(crate) async fn connection<S: Io>(
 }
 
 /// A JSON-RPC request's id and first param.
+/// A masked frame re-masked with the all-zero key, whose payload bytes read as sent: every
+/// request is written from one template with its id patched in, and the server still
+/// unmasks each frame (XOR with zeros costs what any key does).
+fn zero_mask(frame: &[u8]) -> Option<Bytes> {
+    use rpcmux_websocket as frames;
+    let h = frames::parse_header(frame).ok()??;
+    let mut payload = frame.get(h.header_len..)?.to_vec();
+    frames::unmask(&mut payload, h.mask?);
+    let mut out = BytesMut::with_capacity(frame.len());
+    frames::put_masked(&mut out, h.opcode, &payload, [0; 4]);
+    Some(out.freeze())
+}
+
 fn json_request(bytes: &[u8]) -> Option<(u32, Reply)> {
     let rpcmux_jsonrpc::Incoming::Single(Ok(req)) = rpcmux_jsonrpc::parse(bytes).ok()? else {
         return None;
@@ -498,7 +511,7 @@ mod tests {
 
     #[test]
     fn echoes_are_read_as_requests_across_reads() {
-        use crate::client::Client;
+        use rpcmux::client::Client;
         let params = rpcmux_value::Params::Positional(vec![Value::from("hi")]);
         for proto in [
             ClientProto::Msgpack,
