@@ -2,28 +2,16 @@
 //! a CA file (no system roots: rpcmux deployments use their own CA, as VDSM's do), and
 //! a client certificate can be presented for mutual TLS.
 
-use super::{ClientError, ClientProto};
+use crate::error::ClientError;
+use crate::opts::{ClientProto, TlsOpts};
 use rustls::crypto::aws_lc_rs;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
-use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
-
-/// How to speak TLS to the server.
-#[derive(Debug, Clone)]
-pub struct TlsOpts {
-    /// PEM file with the CA certificate(s) the server's certificate must chain to.
-    pub ca: PathBuf,
-    /// PEM client certificate (chain) and its key, for servers that require mutual TLS.
-    pub client_cert: Option<(PathBuf, PathBuf)>,
-    /// The name the server's certificate must carry; default: the host of the address
-    /// (a DNS name or an IP address).
-    pub server_name: Option<String>,
-}
 
 fn bad(what: &str, e: impl std::fmt::Display) -> ClientError {
     ClientError::Connect(format!("TLS {what}: {e}"))
