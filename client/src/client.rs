@@ -1,11 +1,11 @@
 //! The client: one connection to one server, speaking one protocol.
 
-use crate::opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts};
 use crate::error::ClientError;
+use crate::opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts};
 #[cfg(feature = "raw-streams")]
 use crate::stream as raw;
-use crate::{http, jsonrpc_tcp, msgpack, stomp, tls, ws};
 use crate::stream;
+use crate::{http, jsonrpc_tcp, msgpack, stomp, tls, ws};
 use rpcmux_value::Params;
 use std::time::Duration;
 use tokio::net::TcpStream;

@@ -34,18 +34,18 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod client;
 mod error;
 mod http;
 mod json;
 mod jsonrpc_tcp;
 mod msgpack;
+mod opts;
 mod stomp;
 mod stream;
 mod tls;
 mod ws;
 mod xmlrpc;
-mod client;
-mod opts;
 
 pub use client::Client;
 pub use error::ClientError;
@@ -59,4 +59,3 @@ pub use tls::handshake as tls_handshake;
 pub mod raw {
     pub use crate::stream::{Decode, Encode, Incoming, Parts};
 }
-

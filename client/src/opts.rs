@@ -1,7 +1,7 @@
 //! What a connection is opened with: the protocol, its options, the stream under it.
 
-use std::path::PathBuf;
 use rpcmux_value::{RpcError, Value};
+use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -127,7 +127,6 @@ impl Default for ConnectOpts {
 pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
 
-
 /// How to speak TLS to the server.
 #[derive(Debug, Clone)]
 pub struct TlsOpts {
@@ -139,4 +138,3 @@ pub struct TlsOpts {
     /// (a DNS name or an IP address).
     pub server_name: Option<String>,
 }
-

@@ -8,8 +8,6 @@
 //! generator and is measured below its full core (paying wake-ups a busy server does
 //! not). This lighter check measures servers at their full core instead.
 
-use super::pipeline::IdForm;
-
 /// A right answer's bytes, with where its id sits.
 pub(crate) struct KnownAnswer {
     bytes: Vec<u8>,
@@ -117,5 +115,90 @@ mod tests {
         let twice = br#"{"id":1000000019,"result":1000000019}"#;
         assert!(KnownAnswer::learn(twice, 1_000_000_019, IdForm::Decimal10).is_none());
         assert!(KnownAnswer::learn(b"{}", 1_000_000_019, IdForm::Decimal10).is_none());
+    }
+}
+
+/// How a call's id is written in its bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum IdForm {
+    /// msgpack `uint32`: 4 big-endian bytes after the 0xce marker.
+    U32Be,
+    /// JSON: 10 ASCII digits.
+    Decimal10,
+}
+
+impl IdForm {
+    /// Where `id` is written in `bytes` (its first byte), if it is there exactly once.
+    /// Once per run or per learnt answer, over one message: a plain scan will do.
+    pub(crate) fn find_once(self, bytes: &[u8], id: u32) -> Option<usize> {
+        let needle = self.bytes(id);
+        let mut hits = bytes
+            .windows(needle.len())
+            .enumerate()
+            .filter(|(_, w)| *w == &needle[..])
+            .map(|(i, _)| i + self.skip());
+        match (hits.next(), hits.next()) {
+            (Some(at), None) => Some(at),
+            _ => None,
+        }
+    }
+
+    /// The bytes `id` is found by: for msgpack, its marker and its 4 bytes.
+    fn bytes(self, id: u32) -> Vec<u8> {
+        match self {
+            IdForm::U32Be => {
+                let mut n = vec![0xce];
+                n.extend_from_slice(&id.to_be_bytes());
+                n
+            }
+            IdForm::Decimal10 => id.to_string().into_bytes(),
+        }
+    }
+
+    /// Where the id itself starts in [`IdForm::bytes`].
+    fn skip(self) -> usize {
+        match self {
+            IdForm::U32Be => 1,
+            IdForm::Decimal10 => 0,
+        }
+    }
+
+    /// The id's width in bytes.
+    pub(crate) fn width(self) -> usize {
+        match self {
+            IdForm::U32Be => 4,
+            IdForm::Decimal10 => 10,
+        }
+    }
+
+    /// Write `id` at the start of `slot`.
+    pub(crate) fn write(self, slot: &mut [u8], id: u32) {
+        match self {
+            IdForm::U32Be => slot[..4].copy_from_slice(&id.to_be_bytes()),
+            IdForm::Decimal10 => {
+                let mut n = id;
+                for d in slot[..10].iter_mut().rev() {
+                    *d = b'0' + (n % 10) as u8;
+                    n /= 10;
+                }
+            }
+        }
+    }
+
+    /// The id written in `slot` ([`IdForm::width`] bytes), if it is one.
+    pub(crate) fn read(self, slot: &[u8]) -> Option<u32> {
+        match self {
+            IdForm::U32Be => Some(u32::from_be_bytes(slot.try_into().ok()?)),
+            IdForm::Decimal10 => {
+                let mut n: u64 = 0;
+                for &d in slot {
+                    if !d.is_ascii_digit() {
+                        return None;
+                    }
+                    n = n * 10 + u64::from(d - b'0');
+                }
+                u32::try_from(n).ok()
+            }
+        }
     }
 }

@@ -6,62 +6,26 @@
 //! the N×D tasks keeps its own histogram and counts; they are merged at the end, so
 //! the hot path shares nothing but two relaxed counters for the progress line.
 
+mod config;
+mod judge;
 mod known;
 mod payload;
 mod pipeline;
 mod report;
 mod stats;
 
+pub use config::{BenchConfig, Progress};
 pub use payload::Payload;
 pub use report::{Report, CSV_HEADER};
 pub use stats::{Outcome, Recorder};
 
 use bytes::BytesMut;
-use rpcmux::client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
-use rpcmux_value::Value;
-use std::sync::atomic::{AtomicU64, Ordering};
+use judge::{describe, judge};
+use rpcmux::client::{Client, ClientError};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
-
-#[derive(Debug, Clone)]
-pub struct BenchConfig {
-    pub proto: ClientProto,
-    pub addr: String,
-    pub connections: usize,
-    /// Calls in flight per connection (must be 1 for HTTP protocols).
-    pub pipeline: usize,
-    /// Measured time.
-    pub duration: Duration,
-    /// Time run before measuring starts (connections warm, caches filled).
-    pub warmup: Duration,
-    pub payload: Payload,
-    pub opts: ConnectOpts,
-    /// The server is a bare byte echo (a ceiling, not an RPC server): send the bytes a
-    /// call of `proto` would, and count a call done when they come back and decode to that call.
-    pub echo_server: bool,
-    /// Stream protocols: an answer whose bytes equal a right answer's (its id aside,
-    /// learnt from a connection's second decoded answer) is right without being decoded; only answers that differ are decoded and
-    /// judged. A lighter load generator, so a fast server is measured at its full core.
-    pub check_bytes: bool,
-}
-
-/// Live totals, for the progress line.
-#[derive(Default)]
-pub struct Progress {
-    pub calls: AtomicU64,
-    pub errors: AtomicU64,
-}
-
-impl Progress {
-    /// One more call ended this way.
-    fn count(&self, outcome: Outcome) {
-        self.calls.fetch_add(1, Ordering::Relaxed);
-        if outcome != Outcome::Ok {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-}
 
 /// Run the bench. `on_tick` is called about once a second with the time since start,
 /// whether that last second was (at least partly) warmup, and its calls and errors.
@@ -261,108 +225,4 @@ async fn worker(
         }
     }
     rec
-}
-
-/// `a == b`, cheaply in the usual case. `Value`'s `==` compares structs as maps (a
-/// hash lookup per member, whatever the order); an echo normally keeps member order,
-/// so compare in order first and fall back to `==` only when that fails (a server
-/// that reorders members is still right). On the load generator's hot path.
-fn same(a: &Value, b: &Value) -> bool {
-    in_order(a, b) || a == b
-}
-
-fn in_order(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Struct(x), Value::Struct(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y.iter())
-                    .all(|((ka, va), (kb, vb))| eq_bytes(ka, kb) && in_order(va, vb))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(va, vb)| in_order(va, vb))
-        }
-        (Value::String(x), Value::String(y)) => eq_bytes(x, y),
-        _ => a == b,
-    }
-}
-
-/// Byte equality, 8 bytes at a time, inline. The strings of a payload are short, and
-/// a `memcmp` call per string showed up as the load generator's largest single cost.
-fn eq_bytes(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let (wa, wb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let (ta, tb) = (wa.remainder(), wb.remainder());
-    let word = |c: &[u8]| u64::from_ne_bytes(c.try_into().unwrap_or_default());
-    wa.zip(wb).all(|(x, y)| word(x) == word(y)) && ta.iter().zip(tb).all(|(x, y)| x == y)
-}
-
-/// How an answered call counts: an error reply, a result other than `expect` (when
-/// given), or right.
-fn judge(reply: &Reply, expect: Option<&Value>) -> Outcome {
-    match reply {
-        Ok(v) if expect.is_some_and(|want| !same(v, want)) => Outcome::WrongResult,
-        Ok(_) => Outcome::Ok,
-        Err(_) => Outcome::ErrorReply,
-    }
-}
-
-fn describe(r: &Result<Reply, ClientError>) -> String {
-    match r {
-        Ok(reply) => describe_reply(reply),
-        Err(e) => e.to_string(),
-    }
-}
-
-/// What was wrong with an answered call, for the report's first-error line.
-fn describe_reply(reply: &Reply) -> String {
-    match reply {
-        Ok(v) => format!(
-            "wrong result: {}",
-            serde_json::to_string(v)
-                .unwrap_or_default()
-                .chars()
-                .take(200)
-                .collect::<String>()
-        ),
-        Err(e) => format!("error reply {}: {}", e.code, e.message),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rpcmux_value::vstruct;
-
-    #[test]
-    fn same_ignores_member_order_only_as_a_fallback() {
-        let a = vstruct! { "x" => 1, "y" => vec![Value::from("s")] };
-        let b = vstruct! { "y" => vec![Value::from("s")], "x" => 1 };
-        assert!(in_order(&a, &a.clone()));
-        assert!(!in_order(&a, &b));
-        assert!(same(&a, &b));
-        assert!(!same(
-            &a,
-            &vstruct! { "x" => 1, "y" => vec![Value::from("t")] }
-        ));
-        assert!(!same(&Value::Int(1), &Value::Double(1.0)));
-        for (x, y) in [
-            ("", ""),
-            ("abcdefgh", "abcdefgh"),
-            ("abcdefghij", "abcdefghij"),
-        ] {
-            assert!(eq_bytes(x, y));
-        }
-        for (x, y) in [
-            ("a", ""),
-            ("abcdefgh", "abcdefgi"),
-            ("abcdefghij", "abcdefghik"),
-            ("xbcdefghij", "abcdefghij"),
-        ] {
-            assert!(!eq_bytes(x, y), "{x} {y}");
-        }
-    }
 }

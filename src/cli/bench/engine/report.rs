@@ -38,7 +38,11 @@ pub struct Report {
 pub const CSV_HEADER: &str = "proto,addr,payload,connections,pipeline,duration_s,calls,calls_per_sec,errors,error_replies,wrong_results,transport_errors,p50_ms,p90_ms,p99_ms,max_ms,mean_ms";
 
 impl Report {
-    pub(crate) fn new(cfg: &super::BenchConfig, rec: &Recorder, measured: Duration) -> Report {
+    pub(crate) fn new(
+        cfg: &super::config::BenchConfig,
+        rec: &Recorder,
+        measured: Duration,
+    ) -> Report {
         let secs = measured.as_secs_f64().max(1e-9);
         let Counts {
             error_replies,
