@@ -22,7 +22,7 @@ pub const ERR_REPLY_TOO_LARGE: i64 = -32003;
 pub const ERR_TIMEOUT: i64 = -32004;
 
 /// Code of the error a call gets when its verb runs `max_concurrent` calls already and
-/// refuses more ([`WhenBusy::Refuse`]).
+/// refuses more ([`WhenBusy::Refuse`](crate::WhenBusy::Refuse)).
 pub const ERR_BUSY: i64 = -32005;
 
 /// Code of the error that replaces a big reply while the output budget is spent.

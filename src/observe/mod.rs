@@ -1,5 +1,5 @@
 //! What an operator sees: Prometheus metrics (`GET /metrics`) and the per-call access
-//! log. Every call passes through one [`Observer`] in the verb table's dispatch, the one
+//! log. Every call passes through one `Observer` (`verbs/observed.rs`) in the verb table's dispatch, the one
 //! place every protocol's calls meet, so a call is counted and logged the same way
 //! whatever carried it.
 

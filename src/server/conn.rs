@@ -1,5 +1,5 @@
 //! One connection's whole path, read top to bottom in [`handle`]:
-//! accept → [PROXY header] → [TLS] → sniff → framer.
+//! accept → \[PROXY header\] → \[TLS\] → sniff → framer.
 //!
 //! Each turn of the loop sniffs the stream; a front layer (a PROXY header, a TLS
 //! handshake) consumes its part and hands back the stream that follows, which is

@@ -223,7 +223,7 @@ impl Msgpack {
     /// workers), anything not a call; those are framed and started as before.
     ///
     /// A sync typed verb's result is written into `out` as its handler returns (see
-    /// [`WriteNow`](crate::verbs::typed::WriteNow)), unless events wait for this
+    /// `WriteNow` (`verbs/typed.rs`)), unless events wait for this
     /// connection (they go first, as for every reply) or `out` is full.
     fn start_unframed(&self, input: &[u8], out: &mut BytesMut) -> Option<(usize, Started)> {
         if !self.codec.is_idle() {

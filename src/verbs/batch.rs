@@ -4,7 +4,7 @@
 //! `system.multicall`), go to it together instead of one request per member.
 //!
 //! The verb table knows nothing of upstreams: a verb may carry a [`Group`], naming the
-//! [`BatchTarget`] that can take several of its calls at once and the verb's name
+//! [`crate::verbs::BatchTarget`] that can take several of its calls at once and the verb's name
 //! there. [`plan`] splits a batch into runs of members for one target, and
 //! [`VerbTable::dispatch_group`] runs one, each member still counted and logged as a
 //! call of its own.

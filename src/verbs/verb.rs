@@ -46,7 +46,7 @@ pub struct Verb {
     pub(crate) result: serde_json::Value,
     /// What it does, for `system.methodHelp` and `rpc.discover`.
     pub(crate) help: String,
-    /// Signatures given at registration ([`VerbBuilder::signatures`]), shown by
+    /// Signatures given at registration ([`crate::VerbBuilder::signatures`]), shown by
     /// `system.methodSignature` instead of the one derived from `params`/`returns`:
     /// a verb forwarded to another server has that server's signatures, which may be
     /// several and use type names of its own.
@@ -85,7 +85,7 @@ impl Verb {
     pub fn help(&self) -> &str {
         &self.help
     }
-    /// Signatures given at registration ([`VerbBuilder::signatures`]), if any.
+    /// Signatures given at registration ([`crate::VerbBuilder::signatures`]), if any.
     ///
     /// [`VerbBuilder::signatures`]: crate::VerbBuilder::signatures
     pub fn signatures(&self) -> Option<&[Vec<String>]> {

@@ -12,7 +12,7 @@
 //! - [`subscriptions`]: per-connection subscriptions and `.`-hierarchical matching;
 //! - [`heartbeat`]: negotiation with a 1000 ms floor, sending, dead-peer detection;
 //! - [`frames`]: the frames the server writes;
-//! - [`config`]: the `[stomp]` config section.
+//! - [`crate::config::StompConfig`]: the `[stomp]` config section.
 
 mod framer;
 mod frames;

@@ -7,7 +7,7 @@
 //! - `frames`: the frame codec (rpcmux-websocket); [`conn`]: control frames, fragments,
 //!   limits, ping/pong;
 //! - [`json`]: JSON-RPC 2.0 messages; [`stomp`]: STOMP 1.2 frames in messages;
-//! - [`config`]: the `[websocket]` and `[web]` sections.
+//! - [`crate::config::WsConfig`], [`crate::config::WebConfig`]: the `[websocket]` and `[web]` sections.
 
 pub(crate) mod conn;
 /// The frame codec, shared with the client.
