@@ -1,5 +1,5 @@
 //! The raw-TCP JSON `Splitter`, fed the same stream whole and in fuzzer-chosen pieces,
-//! driven as `transport/json_tcp.rs` drives it. Checked: no panic; every answer is sane
+//! driven as `stream/jsonrpc_tcp.rs` drives it. Checked: no panic; every answer is sane
 //! (a value starts with `{`/`[` after only whitespace and byte order marks, and ends
 //! with `}`/`]`, within the cap; a garbage skip ends at a newline); and CHUNK
 //! INVARIANCE: the outcomes and bytes consumed do not depend on how the stream is cut.

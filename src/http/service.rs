@@ -240,7 +240,7 @@ fn take_parts<S: Stream, F>(
     (rest, io)
 }
 
-/// The origin rule (`transport/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
+/// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
 async fn route(
     req: Request<Incoming>,
     shared: &Shared,

@@ -19,7 +19,7 @@ mod frames;
 mod heartbeat;
 mod subscriptions;
 
-/// The session, for STOMP over WebSocket (`transport/websocket/stomp.rs`).
+/// The session, for STOMP over WebSocket (`stream/websocket/stomp.rs`).
 pub(crate) use framer::Stomp;
 
 use crate::conn::ConnInfo;

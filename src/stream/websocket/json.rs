@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0 over WebSocket (subprotocol none or `jsonrpc`): one request or batch per
 //! text message, one reply message per request, replies out of order (ids tell them
 //! apart), notifications unanswered, and events from `subscribe` as notification
-//! messages. The answering is `transport/jsonrpc.rs`'s, as for HTTP and raw TCP.
+//! messages. The answering is `rpc/jsonrpc.rs`'s, as for HTTP and raw TCP.
 
 use crate::conn::out::Out;
 use crate::events::Event;

@@ -1,7 +1,7 @@
 //! WebSocket on the shared port (RFC 6455): a `GET` with `Upgrade: websocket` on any
 //! path, plain or inside TLS, is answered 101 by hyper ([`handshake`]), then the socket
 //! leaves hyper (its read-ahead bytes with it) and runs on the stream driver
-//! (`transport/session.rs`) like raw-TCP JSON-RPC and STOMP: bounded calls in flight,
+//! (`stream/driver.rs`) like raw-TCP JSON-RPC and STOMP: bounded calls in flight,
 //! bounded unsent output, events, idle timeout, graceful shutdown (close 1001).
 //!
 //! - `frames`: the frame codec (rpcmux-websocket); [`conn`]: control frames, fragments,

@@ -1,5 +1,5 @@
 //! STOMP 1.2 over WebSocket (subprotocols `v12.stomp`, `v11.stomp`): the STOMP session
-//! of raw TCP (`transport/stomp/`) with its frames carried in messages, the convention
+//! of raw TCP (`stream/stomp/`) with its frames carried in messages, the convention
 //! of stompjs. Messages are taken as a byte stream (stompjs sends one frame per
 //! message, but a frame may span messages and a message hold several, or a heart-beat
 //! EOL); what the session writes in one step goes out as one text message.
