@@ -43,6 +43,16 @@ pub enum Proto {
 impl Proto {
     /// Every protocol: what a listener detects unless told otherwise.
     pub const ALL: [Proto; 4] = [Proto::Http, Proto::JsonrpcTcp, Proto::Msgpack, Proto::Stomp];
+
+    /// Its name in logs and metric labels (`msgpack-rpc`; the config file says `msgpack`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Http => "http",
+            Proto::JsonrpcTcp => "jsonrpc-tcp",
+            Proto::Msgpack => "msgpack-rpc",
+            Proto::Stomp => "stomp",
+        }
+    }
 }
 
 /// Everything a [`Server`](crate::Server) can be told, and `rpcmux serve` with it.

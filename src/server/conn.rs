@@ -109,10 +109,7 @@ pub(crate) async fn handle(
                 io = Conn::Layered(Box::new(tls));
                 continue;
             }
-            Detected::Http => Proto::Http,
-            Detected::JsonrpcTcp => Proto::JsonrpcTcp,
-            Detected::Msgpack => Proto::Msgpack,
-            Detected::Stomp => Proto::Stomp,
+            Detected::Protocol(p) => p,
         };
         drop(slot);
         tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");

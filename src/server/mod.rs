@@ -233,10 +233,13 @@ fn probes_for(protocols: &[Proto]) -> Probes {
     let mut p = Probes::new();
     for proto in protocols {
         p = match proto {
-            Proto::Http => p.with(Detected::Http, sniff::http),
-            Proto::JsonrpcTcp => p.with(Detected::JsonrpcTcp, sniff::json),
-            Proto::Msgpack => p.with(Detected::Msgpack, sniff::msgpack_rpc),
-            Proto::Stomp => p.with(Detected::Stomp, crate::stream::stomp::probe),
+            Proto::Http => p.with(Detected::Protocol(Proto::Http), sniff::http),
+            Proto::JsonrpcTcp => p.with(Detected::Protocol(Proto::JsonrpcTcp), sniff::json),
+            Proto::Msgpack => p.with(Detected::Protocol(Proto::Msgpack), sniff::msgpack_rpc),
+            Proto::Stomp => p.with(
+                Detected::Protocol(Proto::Stomp),
+                crate::stream::stomp::probe,
+            ),
         };
     }
     p

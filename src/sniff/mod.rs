@@ -9,6 +9,7 @@
 
 pub use rpcmux_sniff::{http, json, msgpack_rpc, Probe, ProbeFn};
 
+use crate::config::Proto;
 use bytes::BytesMut;
 use std::io;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -16,14 +17,8 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// What a connection turned out to be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Detected {
-    /// HTTP/1.x (XML-RPC, JSON-RPC or msgpack-rpc bodies).
-    Http,
-    /// JSON-RPC over raw TCP.
-    JsonrpcTcp,
-    /// MessagePack-RPC over raw TCP.
-    Msgpack,
-    /// STOMP 1.2.
-    Stomp,
+    /// An application protocol: the connection goes to its framer.
+    Protocol(Proto),
     /// A TLS ClientHello: a front layer, sniffed again once decrypted.
     Tls,
     /// A PROXY v1/v2 header: a front layer, sniffed again after it.
@@ -34,10 +29,7 @@ impl Detected {
     /// Its name in logs and metric labels.
     pub fn name(self) -> &'static str {
         match self {
-            Detected::Http => "http",
-            Detected::JsonrpcTcp => "jsonrpc-tcp",
-            Detected::Msgpack => "msgpack-rpc",
-            Detected::Stomp => "stomp",
+            Detected::Protocol(p) => p.name(),
             Detected::Tls => "tls",
             Detected::ProxyHeader => "proxy",
         }
@@ -133,22 +125,34 @@ mod tests {
 
     fn table() -> Probes {
         Probes::new()
-            .with(Detected::Http, http)
-            .with(Detected::JsonrpcTcp, json)
-            .with(Detected::Msgpack, msgpack_rpc)
+            .with(Detected::Protocol(Proto::Http), http)
+            .with(Detected::Protocol(Proto::JsonrpcTcp), json)
+            .with(Detected::Protocol(Proto::Msgpack), msgpack_rpc)
     }
 
     #[test]
     fn decides_as_soon_as_unambiguous() {
         let t = table();
         assert_eq!(t.decide(b""), Decision::NeedMore);
-        assert_eq!(t.decide(b"{"), Decision::Found(Detected::JsonrpcTcp));
-        assert_eq!(t.decide(b" \n ["), Decision::Found(Detected::JsonrpcTcp));
+        assert_eq!(
+            t.decide(b"{"),
+            Decision::Found(Detected::Protocol(Proto::JsonrpcTcp))
+        );
+        assert_eq!(
+            t.decide(b" \n ["),
+            Decision::Found(Detected::Protocol(Proto::JsonrpcTcp))
+        );
         assert_eq!(t.decide(b"  "), Decision::NeedMore);
         assert_eq!(t.decide(b"P"), Decision::NeedMore);
         assert_eq!(t.decide(b"POST"), Decision::NeedMore);
-        assert_eq!(t.decide(b"POST "), Decision::Found(Detected::Http));
-        assert_eq!(t.decide(&[0x94, 0x00]), Decision::Found(Detected::Msgpack));
+        assert_eq!(
+            t.decide(b"POST "),
+            Decision::Found(Detected::Protocol(Proto::Http))
+        );
+        assert_eq!(
+            t.decide(&[0x94, 0x00]),
+            Decision::Found(Detected::Protocol(Proto::Msgpack))
+        );
         assert_eq!(t.decide(b"\x00\x01"), Decision::Unknown);
         assert_eq!(t.decide(b"hello"), Decision::Unknown);
     }
@@ -169,7 +173,7 @@ mod tests {
         let d = sniff(&mut server, &table(), &mut buf, MAX_SNIFF)
             .await
             .unwrap();
-        assert_eq!(d, Decision::Found(Detected::Http));
+        assert_eq!(d, Decision::Found(Detected::Protocol(Proto::Http)));
         assert!(b"GET /health HTTP/1.1\r\n".starts_with(&buf));
         assert!(buf.len() >= 4);
         drop(writer.await);
