@@ -79,7 +79,7 @@ pub use config::{
     AccessLevel, Config, EventsConfig, Limits, OpsConfig, Proto, StompConfig, TlsConfig, TlsMode,
     WebConfig, WsConfig,
 };
-pub use events::{Event, EventHub};
+pub use events::EventHub;
 pub use front::tls::TlsReloader;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
 pub use server::Server;

@@ -105,7 +105,7 @@ impl EventHub {
     /// Subscribe a session to events whose name matches `pattern`; returns the
     /// subscription id, error -32002 past the per-connection cap, or -32602 for a
     /// pattern over 1,024 bytes (`MAX_PATTERN`).
-    pub fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
+    pub(crate) fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
         if pattern.len() > MAX_PATTERN {
             // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
             return Err(RpcError::invalid_params(format!(
@@ -137,7 +137,7 @@ impl EventHub {
 
     /// Remove subscription `id` of connection `conn_id`; false if that connection
     /// has no such subscription (another connection's id included).
-    pub fn unsubscribe(&self, conn_id: u64, id: u64) -> bool {
+    pub(crate) fn unsubscribe(&self, conn_id: u64, id: u64) -> bool {
         let mut conns = self.write();
         let Some(sub) = conns.get_mut(&conn_id) else {
             return false;
@@ -152,17 +152,17 @@ impl EventHub {
     }
 
     /// Remove every subscription of a connection (when it closes).
-    pub fn drop_connection(&self, conn_id: u64) {
+    pub(crate) fn drop_connection(&self, conn_id: u64) {
         self.write().remove(&conn_id);
     }
 
     /// Does this connection hold any subscription?
-    pub fn is_subscribed(&self, conn_id: u64) -> bool {
+    pub(crate) fn is_subscribed(&self, conn_id: u64) -> bool {
         self.read().contains_key(&conn_id)
     }
 
     /// Events published and subscriber connections dropped as too slow, since start.
-    pub fn counts(&self) -> (u64, u64) {
+    pub(crate) fn counts(&self) -> (u64, u64) {
         (
             self.published.load(Ordering::Relaxed),
             self.dropped.load(Ordering::Relaxed),

@@ -16,7 +16,7 @@ pub struct CallContext {
     /// The verified TLS client identity (certificate subject), when mutual TLS is on.
     pub peer_identity: Option<Arc<str>>,
     /// Set on connections that can receive events.
-    pub session: Option<Session>,
+    pub(crate) session: Option<Session>,
     /// The server's events hub: publish here, and subscribed connections receive.
     pub events: Arc<EventHub>,
     /// Fires when the server gives up on calls still running at its shutdown deadline.
@@ -50,6 +50,12 @@ impl Abort {
 }
 
 impl CallContext {
+    /// Whether the call came on a connection that can receive events (raw-TCP
+    /// JSON-RPC, msgpack-rpc, STOMP, WebSocket): a `subscribe` there is delivered.
+    pub fn receives_events(&self) -> bool {
+        self.session.is_some()
+    }
+
     /// A context for calling a table directly (tests, embedders' own transports):
     /// no peer, no session.
     pub fn new(protocol: &'static str, events: Arc<EventHub>) -> Self {
