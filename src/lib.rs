@@ -87,9 +87,10 @@ struct ReadmeExamples;
 // What only this repository's binary, tests, benches and fuzz targets use is public but
 // hidden, not API (no semver promise): the binary (src/cli) and the integration tests are
 // separate crates that see only the library's public items, so these cannot be private.
-// `bench` and the demo verbs stay library modules rather than moving into the binary because
-// tests/cli_call_bench.rs drives the load engine in-process and benches/dispatch.rs times
-// the demo table; the demo is compiled even without `cli` since `Config::demo` turns it on.
+// `bench` and the demo verbs stay library modules rather than moving into the binary
+// because tests/protocols/cli_call_bench.rs drives the load engine in-process and
+// benches/dispatch.rs times the demo table; the demo is compiled even without `cli` since
+// `Config::demo` turns it on.
 
 /// The load engine behind `rpcmux bench`.
 #[cfg(feature = "cli")]
