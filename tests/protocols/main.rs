@@ -1,7 +1,8 @@
 //! End-to-end tests of the protocols and the server's front door: each protocol against
 //! real clients and raw bytes, typed verbs, rpcmux embedded as a library, connection
 //! handling, the config file and its reference, `rpcmux serve` startup, `rpcmux call`
-//! and `bench`, and the OpenRPC generator.
+//! and `bench`, the OpenRPC generator; and the fuzzer's findings in the protocol crates,
+//! replayed (fuzz_regressions.rs).
 //!
 //! One test binary for all of them (linking the crate once, not once per file); each file
 //! is a module, so a test is named `xmlrpc::some_test`. nextest still runs every test in
@@ -14,6 +15,7 @@ mod cli_call_bench;
 mod config_file;
 mod connections;
 mod embed;
+mod fuzz_regressions;
 mod jsonrpc_http;
 mod jsonrpc_tcp;
 mod msgpack;
