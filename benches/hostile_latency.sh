@@ -2,7 +2,7 @@
 # Bystander ping latency while two clients loop 16 MiB echos sent as ~16 KB gzip bodies
 # (issue 11, "starvation"): p50 / p99 / max of a paced JSON-RPC/HTTP ping (one every
 # 20 ms, a fresh connection each), first on a quiet server, then under the attack.
-# tests/hostile_starvation.rs asserts only that every ping is answered; the latency
+# tests/hostile/starvation.rs asserts only that every ping is answered; the latency
 # figures live here because a shared machine is too noisy to assert them.
 #
 # Usage: benches/hostile_latency.sh [--bin PATH] [--duration SECS]

@@ -1,8 +1,8 @@
-//! Helpers for the hostile end-to-end tests (`tests/hostile_*.rs`): clients that never
+//! Helpers for the hostile end-to-end tests (`tests/hostile/`): clients that never
 //! wait without a timeout and never read more than a cap, bystanders that keep calling
 //! while an attack runs, and request builders for the attacks.
 //!
-//! Include with `mod common; #[path = "common/hostile.rs"] mod hostile;`. Every socket
+//! Use with `use crate::common::hostile::*;`. Every socket
 //! here targets 127.0.0.x; every wait is bounded, so a server that hangs, balloons or
 //! dies makes a test fail cleanly instead of hanging it.
 #![allow(dead_code)]

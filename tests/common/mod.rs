@@ -1,6 +1,14 @@
 //! Test harness: the real `rpcmux` binary on 127.0.0.1:0, raw sockets, and the real
 //! Python clients (from the venvs `scripts/setup-test-env` builds).
+//!
+//! Every test binary (tests/<group>/main.rs) declares it once, as
+//! `#[path = "../common/mod.rs"] mod common;`; its files reach it as `crate::common`
+//! (`crate::common::hostile`, `::pki`, `::ws` for the helpers of some tests only).
 #![allow(dead_code)]
+
+pub mod hostile;
+pub mod pki;
+pub mod ws;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

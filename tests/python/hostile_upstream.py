@@ -1,5 +1,5 @@
 """An XML-RPC upstream that describes itself with hostile sizes, for the gateway's input
-bounds (tests/gateway.rs): Python's stdlib SimpleXMLRPCServer whose
+bounds (tests/gateway/upstreams.rs): Python's stdlib SimpleXMLRPCServer whose
 system.listMethods lists 10,000 verbs, two of them with control characters in their
 names (DEL and a tab: XML 1.0 carries both), whose system.methodHelp answers 1 MiB of
 help (with an escape sequence in it) for the first verbs, and whose signatures are huge.

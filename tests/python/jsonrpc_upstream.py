@@ -1,5 +1,5 @@
 """A real JSON-RPC 2.0 server over HTTP for the gateway tests
-(tests/gateway_python_peers.rs): jsonrpclib-pelix's SimpleJSONRPCServer (clients venv),
+(tests/gateway/peers.rs): jsonrpclib-pelix's SimpleJSONRPCServer (clients venv),
 with XML-RPC-style introspection. It speaks HTTP/1.0: every call closes its connection.
 
 Usage: jsonrpc_upstream.py PORT

@@ -1,4 +1,4 @@
-"""A real MessagePack-RPC server for the gateway tests (tests/gateway_python_peers.rs):
+"""A real MessagePack-RPC server for the gateway tests (tests/gateway/peers.rs):
 msgpack-rpc-python 0.4.1 (run it with the msgpackrpc venv's interpreter). It has no
 introspection, so the gateway serves the `methods` list it is configured with.
 

@@ -1,4 +1,4 @@
-"""A real XML-RPC server for the gateway tests (tests/gateway.rs): Python's stdlib
+"""A real XML-RPC server for the gateway tests (tests/gateway/upstreams.rs): Python's stdlib
 SimpleXMLRPCServer, threaded (a hanging call must not stall the others), speaking
 HTTP/1.1 keep-alive, with introspection and system.multicall.
 

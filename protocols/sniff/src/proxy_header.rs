@@ -62,7 +62,7 @@ pub fn parse(mut buf: &[u8]) -> Parsed {
         // Only the CRLF-ended line goes to ppp: given a line without CR it takes the
         // whole buffer as the header (for UNKNOWN), so its length would depend on how
         // many bytes had arrived (found by fuzzing, fuzz/corpus regression
-        // protocols/sniff/tests/fuzz_regressions/proxy_header).
+        // tests/fuzz_regressions/proxy_header, replayed by tests/protocols/fuzz_regressions.rs).
         if lf == 0 || buf[lf - 1] != b'\r' {
             return Parsed::Malformed("v1: the header line does not end in CRLF".to_owned());
         }

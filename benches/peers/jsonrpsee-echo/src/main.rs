@@ -5,7 +5,7 @@
 //! - `jsonrpsee-echo --ws ADDR`: the same server serving WebSocket too, on the same port
 //!   (jsonrpsee's default; the WebSocket row of compare.sh).
 //! - `jsonrpsee-echo --client URL`: jsonrpsee's own WebSocket client against rpcmux's
-//!   demo verbs (tests/websocket.rs): calls, a batch, and a `VM.create` event received
+//!   demo verbs (tests/web/websocket.rs): calls, a batch, and a `VM.create` event received
 //!   as a notification. Prints `ok ...` lines; exits non-zero on any mismatch.
 //!
 //! Port 0 picks one; the servers print `listening on IP:PORT`.

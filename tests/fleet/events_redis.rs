@@ -1,0 +1,561 @@
+//! Events across instances through a real `redis-server` (Debian's package, started on a
+//! free loopback port and killed by each test): subscribers on every instance, over
+//! STOMP (the real stomp.py client), raw-TCP JSON-RPC and msgpack-rpc, receive every
+//! event published on any instance exactly once, in each publisher's order, with its
+//! values whole; Redis killed and restarted mid-test; an instance started while Redis is
+//! down; garbage on the channel.
+
+use crate::common::{python, Server};
+use rpcmux_value::Value;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A `redis-server` on 127.0.0.1:`port`, no persistence; killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    fn start(port: u16) -> Redis {
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args(["--save", "", "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start redis-server (Debian package redis-server; .ci/run installs it)");
+        let r = Redis { child, port };
+        assert!(
+            wait(Duration::from_secs(10), || r
+                .command(&[b"PING"])
+                .starts_with(b"+PONG")),
+            "redis-server did not answer PING"
+        );
+        r
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Send one command (RESP) and return the first reply bytes.
+    fn command(&self, args: &[&[u8]]) -> Vec<u8> {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return Vec::new();
+        };
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        let mut req = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            req.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            req.extend_from_slice(a);
+            req.extend_from_slice(b"\r\n");
+        }
+        if s.write_all(&req).is_err() {
+            return Vec::new();
+        }
+        let mut buf = vec![0; 512];
+        let n = s.read(&mut buf).unwrap_or(0);
+        buf.truncate(n);
+        buf
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait(within: Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    ok()
+}
+
+/// An instance fanning events out through `redis` on `channel`.
+fn instance(redis_url: &str, channel: &str) -> Server {
+    Server::start(&["--events", redis_url, "--events-channel", channel])
+}
+
+/// One sample of the instance's `/metrics` (0 when absent).
+fn metric(srv: &Server, name: &str) -> u64 {
+    let mut s = TcpStream::connect(srv.addr).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .map_or(0, |v| v.trim().parse::<f64>().unwrap() as u64)
+}
+
+fn wait_up(srv: &Server, connects: u64) {
+    assert!(
+        wait(Duration::from_secs(15), || {
+            metric(srv, "rpcmux_events_backend_up") == 1
+                && metric(srv, "rpcmux_events_backend_connects_total") >= connects
+        }),
+        "instance not connected to redis; log:\n{}",
+        srv.log()
+    );
+}
+
+/// The events a subscriber received, as JSON (`{"method", "params"}`), in order.
+type Inbox = Arc<Mutex<Vec<serde_json::Value>>>;
+
+/// A subscriber of one protocol on one instance, collecting `|fleet` events.
+struct Subscriber {
+    what: String,
+    inbox: Inbox,
+    _keep: Option<Child>,
+}
+
+impl Subscriber {
+    fn events(&self) -> Vec<serde_json::Value> {
+        self.inbox.lock().unwrap().clone()
+    }
+
+    /// Raw-TCP JSON-RPC: `subscribe` `|fleet`, then every notification line.
+    fn json_tcp(addr: SocketAddr) -> Subscriber {
+        let mut s = TcpStream::connect(addr).unwrap();
+        s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\",\"params\":{\"pattern\":\"|fleet\"}}\n")
+            .unwrap();
+        let mut lines = BufReader::new(s);
+        let mut first = String::new();
+        lines.read_line(&mut first).unwrap();
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(&first).unwrap()["result"],
+            1
+        );
+        let inbox = Inbox::default();
+        let sink = inbox.clone();
+        std::thread::spawn(move || {
+            for line in lines.lines().map_while(Result::ok) {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                sink.lock().unwrap().push(v);
+            }
+        });
+        Subscriber {
+            what: format!("json-tcp@{addr}"),
+            inbox,
+            _keep: None,
+        }
+    }
+
+    /// msgpack-rpc: `subscribe` `|fleet`, then every notification `[2, name, [params]]`.
+    fn msgpack(addr: SocketAddr) -> Subscriber {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let mut req = bytes::BytesMut::new();
+        rpcmux_msgpack_rpc::encode_request(&mut req, 1, "subscribe", &["|fleet".into()]).unwrap();
+        s.write_all(&req).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let inbox = Inbox::default();
+        let sink = inbox.clone();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 65536];
+            loop {
+                while let Ok((v, used)) = rpcmux_msgpack_rpc::read_value(&buf, 64) {
+                    buf.drain(..used);
+                    let Value::Array(m) = v else {
+                        panic!("not an array: {v:?}")
+                    };
+                    match m.first() {
+                        Some(Value::Int(1)) => {
+                            let _ = tx.send(m[3].clone());
+                        }
+                        Some(Value::Int(2)) => {
+                            let Value::Array(p) = &m[2] else {
+                                panic!("params {m:?}")
+                            };
+                            let params = serde_json::to_value(&p[0]).unwrap();
+                            let method = serde_json::to_value(&m[1]).unwrap();
+                            sink.lock()
+                                .unwrap()
+                                .push(json!({"method": method, "params": params}));
+                        }
+                        _ => panic!("unexpected message {m:?}"),
+                    }
+                }
+                match s.read(&mut chunk) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+        });
+        let result = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(result, Value::Int(1));
+        Subscriber {
+            what: format!("msgpack@{addr}"),
+            inbox,
+            _keep: None,
+        }
+    }
+
+    /// STOMP with stomp.py, subscribed to `jms.queue` (every event; `|fleet` kept).
+    fn stomp(addr: SocketAddr) -> Subscriber {
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/stomp_events.py");
+        let mut child = Command::new(python("RPCMUX_PY_CLIENTS", "clients"))
+            .arg(script)
+            .args([addr.ip().to_string(), addr.port().to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("run stomp_events.py");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("stomp_events.py said nothing").unwrap();
+        assert_eq!(first, "subscribed");
+        let inbox = Inbox::default();
+        let sink = inbox.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+                if v["method"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("|fleet"))
+                {
+                    sink.lock().unwrap().push(v);
+                }
+            }
+        });
+        Subscriber {
+            what: format!("stomp.py@{addr}"),
+            inbox,
+            _keep: Some(child),
+        }
+    }
+}
+
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self._keep {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A raw-TCP JSON-RPC connection to call verbs on.
+struct Caller {
+    lines: BufReader<TcpStream>,
+    id: u64,
+}
+
+impl Caller {
+    fn new(addr: SocketAddr) -> Caller {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Caller {
+            lines: BufReader::new(s),
+            id: 0,
+        }
+    }
+
+    fn call(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        let mut line = serde_json::to_vec(&req).unwrap();
+        line.push(b'\n');
+        self.lines.get_mut().write_all(&line).unwrap();
+        let mut reply = String::new();
+        self.lines.read_line(&mut reply).unwrap();
+        let reply: serde_json::Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(reply["id"], self.id, "{reply}");
+        reply
+    }
+
+    /// Publish `|fleet|<from>|<i>` with values that must arrive whole.
+    fn publish(&mut self, from: usize, i: u64) {
+        let params = json!({
+            "from": from,
+            "i": i,
+            "big": 9_007_199_254_740_993u64 + i,
+            "min": i64::MIN,
+            "x": 0.1 + i as f64,
+            "s": "é|\u{1F600}",
+            "list": [null, true, {"deep": [1, 2, 3]}],
+        });
+        let reply = self.call(
+            "Host.publishEvent",
+            json!({"name": format!("|fleet|{from}|{i}"), "params": params}),
+        );
+        assert!(reply["result"].is_i64(), "{reply}");
+    }
+}
+
+fn channel(test: &str) -> String {
+    format!("rpcmux.test.{test}.{}", std::process::id())
+}
+
+/// Wait until every subscriber has `want` events.
+fn wait_all(subs: &[Subscriber], want: usize) {
+    let ok = wait(Duration::from_secs(20), || {
+        subs.iter().all(|s| s.inbox.lock().unwrap().len() >= want)
+    });
+    let counts: Vec<_> = subs.iter().map(|s| (&s.what, s.events().len())).collect();
+    assert!(ok, "not every subscriber got {want} events: {counts:?}");
+}
+
+#[test]
+fn every_subscriber_on_every_instance_gets_every_event_once_in_order() {
+    let redis = Redis::start(free_port());
+    let ch = channel("fanout");
+    let instances: Vec<Server> = (0..3).map(|_| instance(&redis.url(), &ch)).collect();
+    for srv in &instances {
+        wait_up(srv, 1);
+    }
+    let mut subs = Vec::new();
+    for srv in &instances {
+        subs.push(Subscriber::stomp(srv.addr));
+        subs.push(Subscriber::json_tcp(srv.addr));
+        subs.push(Subscriber::msgpack(srv.addr));
+    }
+    const N: u64 = 30;
+    let mut callers: Vec<Caller> = instances.iter().map(|s| Caller::new(s.addr)).collect();
+    // Interleaved: each instance publishes its i-th event in turn.
+    for i in 0..N {
+        for (from, c) in callers.iter_mut().enumerate() {
+            c.publish(from, i);
+        }
+    }
+    let total = (N as usize) * instances.len();
+    wait_all(&subs, total);
+    // Anything more (a double delivery) would have arrived by now.
+    std::thread::sleep(Duration::from_millis(500));
+    let mut reference: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    for sub in &subs {
+        let events = sub.events();
+        assert_eq!(events.len(), total, "{}: exactly once", sub.what);
+        for from in 0..instances.len() {
+            let order: Vec<u64> = events
+                .iter()
+                .filter(|e| e["params"]["from"] == from)
+                .map(|e| e["params"]["i"].as_u64().unwrap())
+                .collect();
+            assert_eq!(
+                order,
+                (0..N).collect::<Vec<_>>(),
+                "{}: order of publisher {from}",
+                sub.what
+            );
+        }
+        for e in &events {
+            let p = &e["params"];
+            let i = p["i"].as_u64().unwrap();
+            assert_eq!(
+                p["big"].as_u64(),
+                Some(9_007_199_254_740_993 + i),
+                "{}",
+                sub.what
+            );
+            assert_eq!(p["min"].as_i64(), Some(i64::MIN), "{}", sub.what);
+            assert_eq!(p["x"].as_f64(), Some(0.1 + i as f64), "{}", sub.what);
+            assert_eq!(p["s"], "é|\u{1F600}", "{}", sub.what);
+            assert_eq!(
+                p["list"],
+                json!([null, true, {"deep": [1, 2, 3]}]),
+                "{}",
+                sub.what
+            );
+            assert!(p["notify_time"].as_i64().unwrap() > 0);
+            // Every subscriber, on every instance and protocol, sees the same event:
+            // the publisher's notify_time included.
+            let seen = json!({"method": e["method"], "params": p});
+            let name = e["method"].as_str().unwrap().to_owned();
+            let first = reference.entry(name).or_insert_with(|| seen.clone());
+            assert_eq!(
+                *first, seen,
+                "{}: differs from another subscriber",
+                sub.what
+            );
+        }
+    }
+    for srv in &instances {
+        assert_eq!(
+            metric(srv, "rpcmux_events_fanout_total{outcome=\"sent\"}"),
+            N
+        );
+        assert_eq!(
+            metric(srv, "rpcmux_events_fanout_total{outcome=\"received\"}"),
+            2 * N
+        );
+        assert_eq!(
+            metric(srv, "rpcmux_events_fanout_total{outcome=\"not_sent\"}"),
+            0
+        );
+        assert_eq!(
+            metric(srv, "rpcmux_events_fanout_total{outcome=\"missed\"}"),
+            0
+        );
+    }
+}
+
+#[test]
+fn redis_restarted_mid_test_instances_reconnect_and_events_flow_again() {
+    let port = free_port();
+    let mut redis = Redis::start(port);
+    let ch = channel("restart");
+    let a = instance(&redis.url(), &ch);
+    let b = instance(&redis.url(), &ch);
+    wait_up(&a, 1);
+    wait_up(&b, 1);
+    let on_a = [Subscriber::json_tcp(a.addr)];
+    let on_b = [Subscriber::json_tcp(b.addr), Subscriber::msgpack(b.addr)];
+    let mut pub_a = Caller::new(a.addr);
+    pub_a.publish(0, 0);
+    wait_all(&on_b, 1);
+
+    drop(redis); // SIGKILL: no goodbye to the clients
+    assert!(
+        wait(Duration::from_secs(10), || metric(
+            &a,
+            "rpcmux_events_backend_up"
+        ) == 0),
+        "instance a did not notice redis going"
+    );
+    // Down: local subscribers still get events at once; the other instance does not, and
+    // the event is counted as not fanned out.
+    pub_a.publish(0, 1);
+    wait_all(&on_a, 2);
+    assert!(
+        wait(Duration::from_secs(5), || {
+            metric(&a, "rpcmux_events_fanout_total{outcome=\"not_sent\"}") >= 1
+        }),
+        "an event published while redis is down is counted"
+    );
+    assert_eq!(
+        pub_a.call("ping", json!([]))["result"],
+        true,
+        "calls still served"
+    );
+
+    redis = Redis::start(port);
+    wait_up(&a, 2);
+    wait_up(&b, 2);
+    pub_a.publish(0, 2);
+    wait_all(&on_a, 3);
+    wait_all(&on_b, 2);
+    std::thread::sleep(Duration::from_millis(300));
+    for sub in &on_b {
+        let got: Vec<_> = sub
+            .events()
+            .iter()
+            .map(|e| e["params"]["i"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            got,
+            [0, 2],
+            "{}: at-most-once: the event sent while down is not replayed",
+            sub.what
+        );
+    }
+    // b counts the one it never got as missed (a gap in a's sequence numbers).
+    assert_eq!(
+        metric(&b, "rpcmux_events_fanout_total{outcome=\"missed\"}"),
+        1
+    );
+    drop(redis);
+}
+
+#[test]
+fn an_instance_started_while_redis_is_down_serves_and_joins_later() {
+    let port = free_port();
+    let ch = channel("late");
+    let url = format!("redis://127.0.0.1:{port}");
+    let a = instance(&url, &ch);
+    let local = [Subscriber::json_tcp(a.addr)];
+    let mut pub_a = Caller::new(a.addr);
+    assert_eq!(pub_a.call("ping", json!([]))["result"], true);
+    pub_a.publish(0, 0);
+    wait_all(&local, 1);
+    assert_eq!(metric(&a, "rpcmux_events_backend_up"), 0);
+    assert!(
+        a.wait_log("engine unreachable", Duration::from_secs(5)),
+        "{}",
+        a.log()
+    );
+
+    let _redis = Redis::start(port);
+    let b = instance(&url, &ch);
+    wait_up(&a, 1);
+    wait_up(&b, 1);
+    let on_b = [Subscriber::stomp(b.addr)];
+    pub_a.publish(0, 1);
+    wait_all(&on_b, 1);
+    assert_eq!(on_b[0].events()[0]["params"]["i"], 1);
+}
+
+#[test]
+fn garbage_on_the_channel_is_refused_and_counted() {
+    let redis = Redis::start(free_port());
+    let ch = channel("garbage");
+    let a = instance(&redis.url(), &ch);
+    let b = instance(&redis.url(), &ch);
+    wait_up(&a, 1);
+    wait_up(&b, 1);
+    let on_b = [Subscriber::json_tcp(b.addr)];
+    let mut deep = vec![0x95, 1, 1, 1, 0xa6];
+    deep.extend_from_slice(b"|fleet");
+    deep.extend(std::iter::repeat_n(0x91, 100_000));
+    let junk: [&[u8]; 6] = [
+        b"hello",
+        b"",
+        &[
+            0x95, 2, 1, 1, 0xa6, b'|', b'f', b'l', b'e', b'e', b't', 0x80,
+        ], // version 2
+        &[
+            0x95, 1, 1, 1, 0xa6, b'|', b'f', b'l', b'e', b'e', b't', 0x80, 0xc0,
+        ], // trailing
+        &[
+            0x95, 1, 1, 1, 0xa6, b'|', b'f', b'l', b'e', b'e', b't', 0x01,
+        ], // params not a struct
+        &deep,
+    ];
+    for j in junk {
+        let reply = redis.command(&[b"PUBLISH", ch.as_bytes(), j]);
+        assert!(
+            reply.starts_with(b":"),
+            "{:?}",
+            String::from_utf8_lossy(&reply)
+        );
+    }
+    let big = vec![b'x'; 2 << 20]; // over max_message
+    redis.command(&[b"PUBLISH", ch.as_bytes(), &big]);
+    let want = junk.len() as u64 + 1;
+    assert!(
+        wait(Duration::from_secs(10), || {
+            metric(&b, "rpcmux_events_fanout_total{outcome=\"refused\"}") == want
+                && metric(&a, "rpcmux_events_fanout_total{outcome=\"refused\"}") == want
+        }),
+        "refused: {}",
+        metric(&b, "rpcmux_events_fanout_total{outcome=\"refused\"}")
+    );
+    assert!(b.wait_log("refused a message on the channel", Duration::from_secs(2)));
+    // Nothing reached subscribers, and real events still flow.
+    let mut pub_a = Caller::new(a.addr);
+    pub_a.publish(0, 7);
+    wait_all(&on_b, 1);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(on_b[0].events().len(), 1);
+    assert_eq!(metric(&b, "rpcmux_events_backend_up"), 1);
+}

@@ -1,0 +1,144 @@
+//! A real HAProxy (Debian's `haproxy`) in front of two rpcmux instances, speaking PROXY
+//! v2 to them and health-checking `GET /ready`. A client loop of XML-RPC and JSON-RPC
+//! calls runs through it while one instance gets SIGTERM: the instance drains (its
+//! `/ready` answers 503 during `--drain-delay`, HAProxy takes it out of rotation, it
+//! finishes what it has and exits), and not one call fails. The instances' access logs
+//! show the client's own address (127.0.0.2), from the PROXY header.
+
+use crate::common;
+use crate::common::{run_py, Server};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct HaProxy(Child);
+
+impl Drop for HaProxy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn config(port: u16, backends: &[std::net::SocketAddr]) -> String {
+    let mut c = format!(
+        "global
+    maxconn 1000
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 10s
+    timeout server 10s
+    retries 3
+    option redispatch
+frontend fe
+    bind 127.0.0.1:{port}
+    default_backend be
+backend be
+    balance roundrobin
+    option httpchk GET /ready
+    http-check expect status 200
+"
+    );
+    for (i, b) in backends.iter().enumerate() {
+        c += &format!(
+            "    server s{i} {b} send-proxy-v2 check check-send-proxy inter 100 fall 1 rise 2\n"
+        );
+    }
+    c
+}
+
+/// Wait until HAProxy answers through the frontend.
+fn wait_up(port: u16) {
+    let end = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < end {
+        if let Ok(s) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            drop(s);
+            let (status, _, _) = common::http_post(
+                format!("127.0.0.1:{port}").parse().unwrap(),
+                None,
+                br#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+            );
+            if status == 200 {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("haproxy did not come up on port {port}");
+}
+
+#[test]
+fn haproxy_drains_an_instance_without_a_failed_call() {
+    let args = [
+        "--proxy-from",
+        "127.0.0.1/32",
+        "--drain-delay",
+        "1",
+        "--access-log",
+        "info",
+    ];
+    let a = Server::start(&args);
+    let mut b = Server::start(&args);
+    let port = free_port();
+    let dir = std::env::temp_dir().join(format!("rpcmux-haproxy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("haproxy.cfg");
+    std::fs::write(&cfg, config(port, &[a.addr, b.addr])).unwrap();
+    let check = Command::new("haproxy")
+        .args(["-c", "-f"])
+        .arg(&cfg)
+        .output()
+        .expect("haproxy (Debian package) must be installed");
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let _haproxy = HaProxy(
+        Command::new("haproxy")
+            .args(["-db", "-f"])
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_up(port);
+
+    let front = format!("127.0.0.1:{port}");
+    let client = std::thread::spawn(move || run_py("haproxy_loop.py", &[&front, "4", "127.0.0.2"]));
+    std::thread::sleep(Duration::from_millis(1200));
+    b.sigterm();
+    let out = client.join().unwrap();
+    let r: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        r["failed"], 0,
+        "calls failed while an instance drained: {out}"
+    );
+    assert!(r["ok"].as_u64().unwrap() > 100, "{out}");
+    assert!(
+        b.wait_exit(Duration::from_secs(15)).success(),
+        "{}",
+        b.log()
+    );
+    for (name, s) in [("a", &a), ("b", &b)] {
+        let log = s.log();
+        let served = log
+            .lines()
+            .filter(|l| l.contains("rpcmux::access") && l.contains("peer=127.0.0.2:"))
+            .count();
+        assert!(
+            served > 10,
+            "instance {name} logs the client's own address (PROXY v2): {served} lines\n{log}"
+        );
+    }
+    assert!(b.log().contains("draining"), "{}", b.log());
+}

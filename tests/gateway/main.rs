@@ -1,0 +1,17 @@
+//! The gateway (docs/gateway.md) against real upstream servers: Python's
+//! SimpleXMLRPCServer, other rpcmux instances, msgpack-rpc-python, jsonrpclib-pelix,
+//! jsonrpsee and supervisord; multicall batching, and learning the upstreams again while
+//! serving.
+//!
+//! One test binary (each file a module: `refresh::some_test`); nextest runs every test in
+//! a process of its own. Helpers: tests/common, and support.rs here (the upstreams).
+
+#[path = "../common/mod.rs"]
+mod common;
+mod support;
+
+mod multicall;
+mod peers;
+mod refresh;
+mod supervisord;
+mod upstreams;

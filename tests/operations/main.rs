@@ -1,0 +1,15 @@
+//! What an operator runs and watches, end to end: `/metrics` and `/ready`, TLS and the
+//! PROXY protocol on the shared port, TLS material reloaded on SIGHUP, the README's TLS
+//! quick start, and systemd socket activation and notifications.
+//!
+//! One test binary (each file a module: `tls_reload::some_test`); nextest runs every test
+//! in a process of its own. The shared helpers are tests/common.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod metrics;
+mod systemd;
+mod tls_proxy;
+mod tls_quickstart;
+mod tls_reload;

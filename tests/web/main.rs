@@ -1,0 +1,11 @@
+//! The web side of the shared port: WebSocket end to end (Python's `websockets`,
+//! jsonrpsee's client, stompjs over Node's `ws`, raw frames) and the console page in a
+//! headless chromium.
+//!
+//! One test binary (each file a module: `websocket::some_test`); nextest runs every test
+//! in a process of its own. The shared helpers are tests/common.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod websocket;
