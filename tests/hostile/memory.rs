@@ -336,11 +336,23 @@ fn big_replies_wait_for_readers_and_send_timeout_frees_the_budget() {
         let _ = s.write_all(&request);
         held.push(s);
     }
-    std::thread::sleep(Duration::from_millis(1500));
-    let queued = metric_value(
-        &metrics_text(addr),
-        "rpcmux_budget_used_bytes{budget=\"output\"}",
-    );
+    // The replies queue as the server gets to them (later on a loaded machine); they stay
+    // queued until send_timeout (3 s) closes the non-readers, so poll rather than sleep.
+    // Waited for until it holds still: every reply that fits is queued.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut before = u64::MAX;
+    let queued = loop {
+        let queued = metric_value(
+            &metrics_text(addr),
+            "rpcmux_budget_used_bytes{budget=\"output\"}",
+        );
+        let still = queued == before;
+        if (queued > 4 * MIB as u64 && still) || std::time::Instant::now() > deadline {
+            break queued;
+        }
+        before = queued;
+        std::thread::sleep(Duration::from_millis(200));
+    };
     eprintln!("output budget used: {queued} bytes");
     let big = "z".repeat(512 * KIB);
     assert!(
