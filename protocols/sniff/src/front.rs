@@ -1,7 +1,7 @@
 //! The front-layer probes: a TLS ClientHello and a PROXY protocol header. Behind either,
 //! the connection is sniffed again (once decrypted, or after the header).
 
-use crate::Probe;
+use crate::verdict::Probe;
 
 /// The first byte of a TLS record carrying a handshake message (the ClientHello).
 /// No plaintext protocol we serve starts with it, so one byte decides.

@@ -1,6 +1,6 @@
 //! The application-protocol probes. Each looks only at the bytes given.
 
-use crate::Probe;
+use crate::verdict::Probe;
 
 /// Longest HTTP method token we wait for before deciding it is not HTTP.
 const MAX_METHOD: usize = 16;

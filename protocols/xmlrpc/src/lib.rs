@@ -33,6 +33,7 @@ mod cursor;
 mod escape;
 mod lex;
 mod limits;
+mod message;
 mod params;
 mod read;
 mod read_value;
@@ -44,6 +45,7 @@ mod write;
 mod xmlchar;
 
 pub use limits::Limits;
+pub use message::MethodCall;
 pub use params::{CallParams, Error as ParamsError};
 pub use read::{parse_call, parse_response};
 pub use typed::{try_write_typed_response, Written};
@@ -52,14 +54,3 @@ pub use write::{
     write_value,
 };
 pub use xmlchar::check_xml_chars;
-
-use rpcmux_value::Value;
-
-/// A parsed `<methodCall>`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MethodCall {
-    /// `<methodName>`.
-    pub method: String,
-    /// `<params>`, in order (XML-RPC has no named parameters).
-    pub params: Vec<Value>,
-}

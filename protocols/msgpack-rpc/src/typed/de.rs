@@ -17,7 +17,7 @@
 //! Extension types (the timestamp) are refused here: the caller reads those params
 //! through the value path.
 
-use super::Error;
+use super::error::Error;
 use crate::limits::Limits;
 use crate::short::utf8;
 use serde::de::{self, DeserializeSeed, Visitor};

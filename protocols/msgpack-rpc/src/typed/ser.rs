@@ -9,7 +9,7 @@
 //! form (non-negative ones as uint), f32 widened to f64, bytes as bin, `None` and `()` as
 //! nil, enums externally tagged (`"Unit"`, `{"Variant": value}`).
 
-use super::Error;
+use super::error::Error;
 use crate::encode::{
     put_array_len, put_bin, put_bool, put_f64, put_int, put_map_len, put_nil, put_str, put_uint,
 };
