@@ -1,0 +1,75 @@
+//! Who a caller is, whatever the protocol they came by.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// An authenticated caller: the same name over every protocol. Cheap to clone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Principal {
+    name: Arc<str>,
+    via: Via,
+    /// When its proof stops holding (a token's `exp`): from then on it is treated as
+    /// having no credentials.
+    expires: Option<SystemTime>,
+}
+
+/// How a principal proved who it is (for the access log and the metrics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Via {
+    /// A user name and password from the credentials file.
+    Password,
+    /// A JWT whose `sub` names it.
+    Token,
+    /// A verified TLS client certificate (its CN, else its first SAN), here or at a
+    /// trusted proxy in front.
+    Certificate,
+    /// The credentials of the process at the other end of a Unix socket (`uid:1000`).
+    Peer,
+    /// The embedder's own [`Authenticate`](crate::Authenticate).
+    Custom,
+}
+
+impl Via {
+    /// Its name in logs and metric labels.
+    pub fn label(self) -> &'static str {
+        match self {
+            Via::Password => "password",
+            Via::Token => "token",
+            Via::Certificate => "certificate",
+            Via::Peer => "peer",
+            Via::Custom => "custom",
+        }
+    }
+}
+
+impl Principal {
+    /// A principal named `name`, proved by `via`.
+    pub fn new(name: impl Into<Arc<str>>, via: Via) -> Self {
+        Principal {
+            name: name.into(),
+            via,
+            expires: None,
+        }
+    }
+    /// The same principal, whose proof stops holding at `at` (a token's `exp`).
+    pub fn expiring(mut self, at: SystemTime) -> Self {
+        self.expires = Some(at);
+        self
+    }
+    /// When its proof stops holding, if ever.
+    pub fn expires(&self) -> Option<SystemTime> {
+        self.expires
+    }
+    /// Its name: a user of the credentials file, a token's `sub`, a certificate's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Its name, shared.
+    pub fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+    /// How it proved who it is.
+    pub fn via(&self) -> Via {
+        self.via
+    }
+}
