@@ -1,10 +1,17 @@
 //! The policy in force, and verifying credentials against it.
 
-use crate::{Credentials, Decision, Failure, Policy, PolicyError, Principal};
+use crate::cache::Cache;
+use crate::glob;
+use crate::password;
+use crate::pool::{Pool, Refused};
+use crate::throttle::Throttle;
+use crate::{Credentials, Decision, Failure, Policy, PolicyError, Principal, Via};
+use arc_swap::ArcSwap;
 use futures_util::future::BoxFuture;
 use std::net::IpAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::SystemTime;
 
 /// An embedder's own user store (LDAP, a database): asked before the credentials
 /// file. `Ok(Some(name))`: verified, the principal is `name` (its permissions are the
@@ -24,36 +31,77 @@ pub trait Authenticate: Send + Sync + 'static {
 /// verifies credentials: a bounded pool of password verifications, a keyed-digest cache
 /// of recent successes, and the failed-attempt throttle.
 pub struct Auth {
-    // Filled in by the implementation.
+    policy: ArcSwap<Policy>,
+    /// Where [`Auth::reload`] reads from; `None`: made from a `Policy`, nothing to reload.
+    path: Option<PathBuf>,
+    authenticator: Option<Arc<dyn Authenticate>>,
+    pub(crate) pool: Pool,
+    pub(crate) cache: Cache,
+    throttle: Throttle,
+    /// How many argon2 verifications ran (the tests' witness that one did not).
+    #[cfg(test)]
+    pub(crate) argon2_runs: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Auth {
     /// An `Auth` enforcing `policy`.
     pub fn new(policy: Policy) -> Self {
-        todo!()
+        Self::with_parts(policy, None, Pool::per_core(), Throttle::new())
+    }
+
+    pub(crate) fn with_parts(
+        policy: Policy,
+        path: Option<PathBuf>,
+        pool: Pool,
+        throttle: Throttle,
+    ) -> Self {
+        Auth {
+            policy: ArcSwap::from_pointee(policy),
+            path,
+            authenticator: None,
+            pool,
+            cache: Cache::new(),
+            throttle,
+            #[cfg(test)]
+            argon2_runs: Default::default(),
+        }
     }
 
     /// An `Auth` enforcing the credentials file at `path` (reloaded from the same path
     /// by [`Auth::reload`]).
     pub fn from_file(path: &Path) -> Result<Self, PolicyError> {
-        todo!()
+        let policy = Policy::load(path)?;
+        let path = Some(path.to_path_buf());
+        Ok(Self::with_parts(
+            policy,
+            path,
+            Pool::per_core(),
+            Throttle::new(),
+        ))
     }
 
     /// Also ask `authenticator` (before the file) for every password or token.
-    pub fn with_authenticator(self, authenticator: Arc<dyn Authenticate>) -> Self {
-        todo!()
+    pub fn with_authenticator(mut self, authenticator: Arc<dyn Authenticate>) -> Self {
+        self.authenticator = Some(authenticator);
+        self
     }
 
     /// Read the credentials file again and put it in force; on error the old policy
     /// stays. Principals already bound keep their names; their permissions are the new
     /// file's from the next call on. Remembered credentials are forgotten.
     pub fn reload(&self) -> Result<(), PolicyError> {
-        todo!()
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let policy = Policy::load(path)?;
+        self.policy.store(Arc::new(policy));
+        self.cache.clear();
+        Ok(())
     }
 
     /// The policy in force now.
     pub fn policy(&self) -> Arc<Policy> {
-        todo!()
+        self.policy.load_full()
     }
 
     /// Verify `credentials` from `source`: throttled first (nothing verified while a
@@ -65,31 +113,161 @@ impl Auth {
         credentials: &Credentials,
         source: IpAddr,
     ) -> Result<Principal, Failure> {
-        todo!()
+        let policy = self.policy.load_full();
+        // Only users of the file are counted: invented names cannot fill the table.
+        let user = match credentials {
+            Credentials::Password { user, .. } if policy.has_user(user) => Some(user.as_str()),
+            _ => None,
+        };
+        if let Err(retry_after) = self.throttle.check(source, user) {
+            return Err(Failure::Throttled { retry_after });
+        }
+        let digest = self.cache.digest(credentials);
+        if let Some(principal) = self.cache.get(&digest) {
+            return Ok(principal);
+        }
+        let generation = self.cache.generation();
+        let outcome = self.verify(&policy, credentials, source).await;
+        match &outcome {
+            Ok(principal) => {
+                self.throttle.succeeded(source, user);
+                self.cache.put(digest, generation, principal);
+            }
+            Err(Failure::Rejected { .. }) => self.throttle.failed(source, user),
+            Err(_) => {}
+        }
+        outcome
+    }
+
+    /// The embedder's authenticator, then the file.
+    async fn verify(
+        &self,
+        policy: &Policy,
+        credentials: &Credentials,
+        source: IpAddr,
+    ) -> Result<Principal, Failure> {
+        if let Some(authenticator) = &self.authenticator {
+            let authenticator = authenticator.clone();
+            let credentials = credentials.clone();
+            let handle = tokio::runtime::Handle::current();
+            // On the blocking pool as a whole: an authenticator may block before or
+            // inside its future.
+            let job = move || handle.block_on(authenticator.authenticate(&credentials, source));
+            match self.pool.run(job).await {
+                Ok(Ok(Some(name))) => return Ok(Principal::new(name, Via::Custom)),
+                Ok(Ok(None)) => {}
+                Ok(Err(())) => return Err(rejected("rejected by the authenticator")),
+                Err(refused) => return Err(pool_failure(refused)),
+            }
+        }
+        match credentials {
+            Credentials::Password { user, password } => {
+                self.verify_password(policy, user, password).await
+            }
+            Credentials::Token(token) => {
+                let jwt = policy.jwt.as_ref().ok_or(Failure::Unsupported)?;
+                let (sub, expires) = jwt.verify(token).map_err(rejected)?;
+                Ok(Principal::new(sub, Via::Token).expiring(expires))
+            }
+        }
+    }
+
+    /// Argon2 on the blocking pool; an unknown user (or one without a password) costs
+    /// the same, against the policy's dummy hash.
+    async fn verify_password(
+        &self,
+        policy: &Policy,
+        user: &str,
+        password: &str,
+    ) -> Result<Principal, Failure> {
+        let stored = policy.users.get(user).and_then(|u| u.password.as_ref());
+        let (phc, why) = match stored {
+            Some(phc) => (phc.clone(), "bad password"),
+            None if policy.users.contains_key(user) => {
+                (policy.dummy_hash.clone(), "user has no password")
+            }
+            None => (policy.dummy_hash.clone(), "unknown user"),
+        };
+        let password = password.to_owned();
+        #[cfg(test)]
+        let runs = self.argon2_runs.clone();
+        let job = move || {
+            #[cfg(test)]
+            runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            password::verify(&phc, &password)
+        };
+        match self.pool.run(job).await {
+            Ok(true) if stored.is_some() => Ok(Principal::new(user, Via::Password)),
+            Ok(_) => Err(rejected(why)),
+            Err(refused) => Err(pool_failure(refused)),
+        }
     }
 
     /// The principal a verified certificate name makes (a user of the file with no
     /// password, e.g. `[users.engine]`; any other name too, with only the anonymous
     /// permissions).
     pub fn certificate(&self, name: &str) -> Principal {
-        todo!()
+        Principal::new(name, Via::Certificate)
     }
 
     /// May `who` (`None`: no credentials) call `verb` (its registered name)?
     /// Deny wins over allow; an authenticated caller may also call what `anonymous`
     /// may. Cheap: asked before every call.
     pub fn allows(&self, who: Option<&Principal>, verb: &str) -> Decision {
-        todo!()
+        let policy = self.policy.load();
+        let anonymous = glob::any(&policy.anonymous, verb);
+        let Some(who) = who.filter(|p| current(p)) else {
+            return match anonymous {
+                true => Decision::Allowed,
+                false => Decision::NotAuthenticated,
+            };
+        };
+        match policy.rules(who.name()) {
+            Some(rules) if glob::any(&rules.deny, verb) => Decision::Forbidden,
+            Some(rules) if glob::any(&rules.allow, verb) => Decision::Allowed,
+            _ if anonymous => Decision::Allowed,
+            _ => Decision::Forbidden,
+        }
     }
 
     /// May `who` receive the event named `event`? Asked per subscriber per event.
+    /// A caller without credentials (or whose token expired) receives none.
     pub fn sees(&self, who: Option<&Principal>, event: &str) -> bool {
-        todo!()
+        let Some(who) = who.filter(|p| current(p)) else {
+            return false;
+        };
+        let policy = self.policy.load();
+        policy
+            .rules(who.name())
+            .is_some_and(|rules| glob::any(&rules.events, event))
     }
 
     /// Whether the policy checks tokens at all (`[jwt]`): a server says `Bearer` in
     /// `WWW-Authenticate` only then.
     pub fn accepts_tokens(&self) -> bool {
-        todo!()
+        self.policy.load().jwt.is_some()
+    }
+
+    /// Whether a caller without credentials may call anything at all (`anonymous` is
+    /// not empty): an HTTP server then serves requests that carry no `Authorization`
+    /// (checking each call) instead of answering them `401`.
+    pub fn allows_anonymous(&self) -> bool {
+        !self.policy.load().anonymous.is_empty()
+    }
+}
+
+/// Whether `p`'s proof still holds (no clock read for a principal that never expires).
+fn current(p: &Principal) -> bool {
+    p.expires().is_none_or(|at| at > SystemTime::now())
+}
+
+fn rejected(detail: &'static str) -> Failure {
+    Failure::Rejected { detail }
+}
+
+fn pool_failure(refused: Refused) -> Failure {
+    match refused {
+        Refused::Busy => Failure::Busy,
+        Refused::Panicked => rejected("verifier panicked"),
     }
 }

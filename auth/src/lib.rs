@@ -19,6 +19,7 @@ mod glob;
 mod jwt;
 mod password;
 mod policy;
+mod pool;
 mod principal;
 mod throttle;
 

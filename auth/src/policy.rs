@@ -1,11 +1,38 @@
 //! The credentials file, parsed and compiled.
 
+use crate::jwt::{JwtConfig, JwtKey};
+use crate::password;
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// A credentials file, parsed and checked: users (argon2id password hashes or none),
 /// groups, allow/deny verb globs, event globs, `anonymous`, `[jwt]` keys loaded.
 pub struct Policy {
-    // Filled in by the implementation.
+    /// Each user's rules, its groups' merged in at load time: one lookup per call.
+    pub(crate) users: HashMap<Box<str>, User>,
+    /// Verb globs anyone may call, with or without credentials.
+    pub(crate) anonymous: Vec<Box<str>>,
+    /// The token check, if `[jwt]` is configured.
+    pub(crate) jwt: Option<JwtKey>,
+    /// The PHC string unknown users' passwords are verified against, with the cost of
+    /// the file's own hashes (see [`password::dummy_for`]).
+    pub(crate) dummy_hash: String,
+}
+
+/// One user of the file, compiled.
+pub(crate) struct User {
+    /// Its argon2id PHC string, checked at load time; `None`: no password login.
+    pub(crate) password: Option<String>,
+    pub(crate) rules: Rules,
+}
+
+/// Globs of one user, its own and its groups' together.
+#[derive(Default)]
+pub(crate) struct Rules {
+    pub(crate) allow: Vec<Box<str>>,
+    pub(crate) deny: Vec<Box<str>>,
+    pub(crate) events: Vec<Box<str>>,
 }
 
 /// A credentials file that cannot be used: unreadable, not TOML, an unknown key, a
@@ -16,6 +43,15 @@ pub struct PolicyError {
     message: String,
 }
 
+impl PolicyError {
+    /// An error about `origin` (the file), at `place` (a TOML path or a line).
+    pub(crate) fn at(origin: &str, place: &str, what: impl std::fmt::Display) -> Self {
+        PolicyError {
+            message: format!("{origin}: {place}: {what}"),
+        }
+    }
+}
+
 impl std::fmt::Display for PolicyError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -24,20 +60,180 @@ impl std::fmt::Display for PolicyError {
 
 impl std::error::Error for PolicyError {}
 
+/// The file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    anonymous: Vec<String>,
+    #[serde(default)]
+    users: BTreeMap<String, UserEntry>,
+    #[serde(default)]
+    groups: BTreeMap<String, GroupEntry>,
+    jwt: Option<JwtConfig>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserEntry {
+    password: Option<String>,
+    #[serde(default)]
+    groups: Vec<String>,
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    events: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GroupEntry {
+    #[serde(default)]
+    allow: Vec<String>,
+    #[serde(default)]
+    deny: Vec<String>,
+    #[serde(default)]
+    events: Vec<String>,
+}
+
+/// How `from_toml` names text that came from no file.
+const TEXT_ORIGIN: &str = "credentials";
+
 impl Policy {
     /// Parse a credentials file's text. Relative paths in it (`hs256_secret_file`,
     /// `public_key_file`) are read from `base`.
     pub fn from_toml(text: &str, base: &Path) -> Result<Policy, PolicyError> {
-        todo!()
+        Self::parse(text, base, TEXT_ORIGIN)
     }
 
     /// Read and parse the credentials file at `path`.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        todo!()
+        let origin = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| PolicyError::at(&origin, "reading", e))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base, &origin)
     }
 
     /// Whether a user of this name is in the file.
     pub fn has_user(&self, name: &str) -> bool {
-        todo!()
+        self.users.contains_key(name)
+    }
+
+    fn parse(text: &str, base: &Path, origin: &str) -> Result<Policy, PolicyError> {
+        let file: File = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
+        let mut users = HashMap::with_capacity(file.users.len());
+        let mut dummy_hash = None;
+        for (name, entry) in &file.users {
+            let password = match &entry.password {
+                Some(phc) => {
+                    let place = format!("users.{name}.password");
+                    password::check_phc(phc).map_err(|why| PolicyError::at(origin, &place, why))?;
+                    dummy_hash.get_or_insert_with(|| password::dummy_for(phc));
+                    Some(phc.clone())
+                }
+                None => None,
+            };
+            let mut rules = Rules::default();
+            rules.add(&entry.allow, &entry.deny, &entry.events);
+            for group in &entry.groups {
+                let Some(g) = file.groups.get(group) else {
+                    let place = format!("users.{name}.groups");
+                    let what = format!("no group {group:?} in [groups]");
+                    return Err(PolicyError::at(origin, &place, what));
+                };
+                rules.add(&g.allow, &g.deny, &g.events);
+            }
+            users.insert(name.as_str().into(), User { password, rules });
+        }
+        let jwt = match &file.jwt {
+            Some(config) => Some(JwtKey::load(config, base, origin)?),
+            None => None,
+        };
+        Ok(Policy {
+            users,
+            anonymous: globs(&file.anonymous),
+            jwt,
+            dummy_hash: dummy_hash.unwrap_or_else(password::default_dummy),
+        })
+    }
+
+    /// The rules of user `name`, if in the file.
+    pub(crate) fn rules(&self, name: &str) -> Option<&Rules> {
+        self.users.get(name).map(|u| &u.rules)
+    }
+}
+
+impl Rules {
+    fn add(&mut self, allow: &[String], deny: &[String], events: &[String]) {
+        extend(&mut self.allow, allow);
+        extend(&mut self.deny, deny);
+        extend(&mut self.events, events);
+    }
+}
+
+/// Add the globs not already there (a user in two groups granting the same verbs
+/// matches each once).
+fn extend(into: &mut Vec<Box<str>>, from: &[String]) {
+    for glob in from {
+        if !into.iter().any(|g| **g == **glob) {
+            into.push(glob.as_str().into());
+        }
+    }
+}
+
+fn globs(from: &[String]) -> Vec<Box<str>> {
+    let mut out = Vec::new();
+    extend(&mut out, from);
+    out
+}
+
+/// A TOML error as "file: line L, column C: message". Not the parser's own `Display`:
+/// that quotes the offending line, which may hold a password hash. For the same reason
+/// a quoted string in the message (serde's "invalid type: string \"...\"") is elided.
+fn toml_error(origin: &str, text: &str, error: &toml::de::Error) -> PolicyError {
+    let place = match error.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+            format!("line {line}, column {column}")
+        }
+        None => "TOML".to_owned(),
+    };
+    PolicyError::at(origin, &place, elide_quoted(error.message().trim()))
+}
+
+/// `message` with the contents of each `"..."` replaced by `...`.
+fn elide_quoted(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut parts = message.split('"');
+    if let Some(first) = parts.next() {
+        out.push_str(first);
+    }
+    for (i, part) in parts.enumerate() {
+        if i % 2 == 0 {
+            out.push_str("\"...");
+        } else {
+            out.push('"');
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::elide_quoted;
+
+    #[test]
+    fn quoted_strings_are_elided() {
+        assert_eq!(
+            elide_quoted(r#"invalid type: string "$argon2id$v=19$secret", expected a sequence"#),
+            r#"invalid type: string "...", expected a sequence"#
+        );
+        assert_eq!(elide_quoted("unknown field `x`"), "unknown field `x`");
     }
 }
