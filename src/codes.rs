@@ -28,6 +28,19 @@ pub const ERR_BUSY: i64 = -32005;
 /// Code of the error that replaces a big reply while the output budget is spent.
 pub const ERR_OUTPUT_FULL: i64 = -32006;
 
+/// The call needs credentials and came without (or with credentials that no longer
+/// hold, such as an expired token): nothing ran. Log in (HTTP `Authorization`, STOMP
+/// `login`/`passcode`, `rpc.login`) and call again.
+pub const ERR_NOT_AUTHENTICATED: i64 = -32020;
+
+/// The caller's principal may not call this verb (the credentials file's `allow` and
+/// `deny`): nothing ran.
+pub const ERR_FORBIDDEN: i64 = -32021;
+
+/// `rpc.login` (or STOMP `login`) with credentials that did not verify, or refused
+/// for now after too many failures.
+pub const ERR_LOGIN_FAILED: i64 = -32022;
+
 /// No address of the upstream answered: none could be connected, or the connection
 /// was lost with the call in flight (and the verb is not listed as idempotent).
 pub const ERR_UPSTREAM_UNREACHABLE: i64 = -32010;

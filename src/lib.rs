@@ -49,6 +49,9 @@
 #[global_allocator]
 static TEST_ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Who may call what: credentials files, principals, an embedder's own user store
+/// (the rpcmux-auth crate; [`Server::set_auth`], docs/auth.md).
+pub use rpcmux_auth as auth;
 /// One async client for every protocol rpcmux speaks, with TLS: the rpcmux-client crate.
 #[cfg(feature = "client")]
 pub use rpcmux_client as client;

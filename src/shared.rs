@@ -46,6 +46,8 @@ pub struct Shared {
     pub(crate) metrics: Option<Arc<crate::observe::Metrics>>,
     /// Set when shutdown begins: `GET /ready` answers 503 from then on.
     pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// Who may call what (`--auth`); `None`: everyone may call everything.
+    pub(crate) auth: Option<Arc<rpcmux_auth::Auth>>,
     /// The gateway's upstreams, when `config.upstream` names any.
     #[cfg(feature = "gateway")]
     pub(crate) upstreams: Option<crate::gateway::UpstreamRefresher>,
@@ -59,6 +61,7 @@ impl Shared {
         ctx.peer_identity = info.peer_identity.clone();
         ctx.flow_id = info.flow_id.clone();
         ctx.abort = Some(self.abort_calls.clone());
+        ctx.caller = info.caller.clone();
         ctx
     }
 

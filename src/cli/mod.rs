@@ -5,6 +5,7 @@ mod bench;
 mod call;
 mod log;
 mod ops;
+mod passwd;
 mod serve;
 mod target;
 mod tls_args;
@@ -48,6 +49,10 @@ enum Command {
         (read it from the summary); 2 when it could not run."
     )]
     Bench(bench::BenchArgs),
+    /// Print the argon2id hash of a password read from stdin, for a credentials file
+    /// (`password = "..."`, docs/auth.md).
+    #[command(after_help = "Example: echo 'correct horse' | rpcmux passwd")]
+    Passwd(passwd::PasswdArgs),
 }
 
 /// The command line with the `serve` defaults written into its help.
@@ -74,6 +79,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Call(args) => call::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Passwd(args) => passwd::run(args),
     }
 }
 

@@ -73,6 +73,7 @@ fn notify(state: &str) {
 pub fn reload_on_sighup(
     reloader: Option<TlsReloader>,
     upstreams: Option<rpcmux::gateway::UpstreamRefresher>,
+    auth: Option<std::sync::Arc<rpcmux::auth::Auth>>,
     addrs: Vec<SocketAddr>,
 ) {
     #[cfg(unix)]
@@ -121,6 +122,26 @@ pub fn reload_on_sighup(
                     }
                     None => outcome,
                 };
+                let outcome = match &auth {
+                    Some(a) => {
+                        tracing::info!("SIGHUP: reading the credentials file again");
+                        let a = a.clone();
+                        match tokio::task::spawn_blocking(move || a.reload()).await {
+                            Ok(Ok(())) => {
+                                tracing::info!("credentials reloaded");
+                                format!("{outcome}; credentials reloaded")
+                            }
+                            Ok(Err(e)) => {
+                                tracing::error!(error = %e, "credentials reload failed, previous ones kept");
+                                format!(
+                                    "{outcome}; credentials reload failed, previous ones kept: {e}"
+                                )
+                            }
+                            Err(e) => format!("{outcome}; credentials reload failed: {e}"),
+                        }
+                    }
+                    None => outcome,
+                };
                 // One line: a newline would start another assignment.
                 let outcome = outcome.replace('\n', " ");
                 notify(&format!("READY=1\nSTATUS={}; {outcome}", listening(&addrs)));
@@ -128,5 +149,5 @@ pub fn reload_on_sighup(
         });
     }
     #[cfg(not(unix))]
-    let _ = (reloader, upstreams, addrs);
+    let _ = (reloader, upstreams, auth, addrs);
 }

@@ -106,6 +106,10 @@ pub struct ServeArgs {
     /// Seconds a TLS handshake may take.
     #[arg(long, value_name = "SECS")]
     tls_handshake_timeout: Option<f64>,
+    /// Credentials file: who may call what (users, groups, allow/deny verb globs,
+    /// anonymous, JWT keys; see docs/auth.md). Reloaded on SIGHUP.
+    #[arg(long, value_name = "FILE")]
+    auth: Option<PathBuf>,
     /// Network (CIDR) allowed to send a PROXY v1/v2 header first, i.e. your load
     /// balancers (repeatable). From anywhere else a PROXY header is refused.
     #[arg(long = "proxy-from", value_name = "CIDR")]
@@ -313,6 +317,7 @@ impl ServeArgs {
         if !self.proxy_from.is_empty() {
             c.proxy_from = self.proxy_from;
         }
+        c.auth.file = self.auth.or(c.auth.file.take());
         c.events.url = self.events.or(c.events.url.take());
         if let Some(ch) = self.events_channel {
             c.events.channel = ch;
@@ -407,9 +412,24 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if server.auth().is_none() {
+            let exposed: Vec<_> = server
+                .local_addrs()
+                .into_iter()
+                .filter(|a| !a.ip().is_loopback())
+                .collect();
+            if !exposed.is_empty() {
+                tracing::warn!(
+                    addrs = ?exposed,
+                    "listening beyond loopback with no authentication: anyone who reaches these \
+                     addresses may call every verb (see --auth, docs/auth.md)"
+                );
+            }
+        }
         ops::reload_on_sighup(
             server.tls_reloader(),
             server.upstream_refresher(),
+            server.auth(),
             server.local_addrs(),
         );
         // Listening for SIGTERM/SIGINT from before "listening on" is printed: one sent as

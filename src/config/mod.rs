@@ -5,6 +5,7 @@ use serde::Deserialize;
 use std::net::SocketAddr;
 
 mod access;
+mod auth;
 mod error;
 mod events;
 mod limits;
@@ -16,6 +17,7 @@ mod upstream;
 mod web;
 
 pub use access::AccessLevel;
+pub use auth::AuthConfig;
 pub use error::ConfigError;
 pub use events::EventsConfig;
 pub use limits::Limits;
@@ -104,6 +106,8 @@ pub struct Config {
     /// Events fanned out to the other instances of a fleet (`[events]`,
     /// docs/fleet.md); in-process only unless `url` is set.
     pub events: EventsConfig,
+    /// Who may call what (`[auth]`, `--auth`; docs/auth.md): off unless `file` is set.
+    pub auth: AuthConfig,
 }
 
 impl Default for Config {
@@ -121,6 +125,7 @@ impl Default for Config {
             ops: OpsConfig::default(),
             upstream: Vec::new(),
             events: Default::default(),
+            auth: Default::default(),
         }
     }
 }

@@ -13,6 +13,9 @@ pub(crate) struct ConnInfo {
     pub stage: Stage,
     /// A correlation id the request carried (HTTP `X-Request-Id` or `FlowID`).
     pub flow_id: Option<String>,
+    /// Who is calling, when authentication is on (set once the front layers are
+    /// behind; per request on HTTP).
+    pub caller: Option<Arc<crate::conn::Caller>>,
 }
 
 /// How far a connection has come through the front layers.

@@ -4,10 +4,12 @@
 //! all read it, and it imports none of them.
 
 pub(crate) mod budget;
+mod caller;
 mod info;
 pub(crate) mod out;
 pub(crate) mod per_ip;
 pub mod refusals;
 pub mod reply_cap;
 
+pub use caller::Caller;
 pub(crate) use info::{ConnInfo, Stage};

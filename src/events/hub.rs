@@ -198,7 +198,7 @@ impl EventHub {
         let mut delivered = 0;
         let mut too_slow = Vec::new();
         for (conn, sub) in self.read().iter() {
-            if !sub.patterns.iter().any(|(_, p)| matches(p, name)) {
+            if !sub.patterns.iter().any(|(_, p)| matches(p, name)) || !sub.session.sees(name) {
                 continue;
             }
             match sub.session.link.outbox.try_send(event.clone()) {
@@ -235,7 +235,7 @@ mod tests {
 
     fn session(conn_id: u64, cap: usize) -> (Session, mpsc::Receiver<Arc<Event>>) {
         let (tx, rx) = mpsc::channel(cap);
-        let s = Session::new(conn_id, tx, CancellationToken::new());
+        let s = Session::new(conn_id, tx, CancellationToken::new(), None);
         (s, rx)
     }
 

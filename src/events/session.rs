@@ -1,5 +1,6 @@
 //! A connection that can receive events, as the hub sees it.
 
+use crate::conn::Caller;
 use crate::events::Event;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -21,6 +22,9 @@ pub struct Session {
 pub(crate) struct SessionLink {
     pub outbox: mpsc::Sender<Arc<Event>>,
     pub kill: CancellationToken,
+    /// Who is listening (`--auth`): an event reaches it only if its principal may see
+    /// the event's name, whatever its subscriptions match.
+    pub caller: Option<Arc<Caller>>,
 }
 
 impl Session {
@@ -28,10 +32,21 @@ impl Session {
         conn_id: u64,
         outbox: mpsc::Sender<Arc<Event>>,
         kill: CancellationToken,
+        caller: Option<Arc<Caller>>,
     ) -> Self {
         Session {
             conn_id,
-            link: Arc::new(SessionLink { outbox, kill }),
+            link: Arc::new(SessionLink {
+                outbox,
+                kill,
+                caller,
+            }),
         }
+    }
+
+    /// May this connection's caller see the event named `name`? (Always, without
+    /// authentication.)
+    pub(crate) fn sees(&self, name: &str) -> bool {
+        self.link.caller.as_ref().is_none_or(|c| c.sees(name))
     }
 }

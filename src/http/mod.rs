@@ -3,6 +3,7 @@
 //! bodies (limits, encodings), reply bodies (charged to the output budget), and the
 //! origin checks a browser's requests pass.
 
+mod auth;
 pub(crate) mod body;
 mod console;
 pub(crate) mod encoding;

@@ -101,7 +101,7 @@ pub(crate) fn cors_headers(h: &mut HeaderMap, origin: HeaderValue, preflight: bo
         );
         h.insert(
             "access-control-allow-headers",
-            HeaderValue::from_static("content-type, x-request-id"),
+            HeaderValue::from_static("content-type, x-request-id, authorization"),
         );
         h.insert("access-control-max-age", HeaderValue::from_static("600"));
     }

@@ -6,7 +6,8 @@
 //! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
 //! caller's protocol where one can be told.
 
-use crate::conn::ConnInfo;
+use crate::conn::{Caller, ConnInfo};
+use crate::http::auth::{authenticate, Memo};
 use crate::http::body::{self, BodyError, BodyLimits};
 use crate::http::encoding;
 use crate::http::origin::{self, Verdict};
@@ -93,8 +94,9 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
     // Since when a request head has been arriving across releases: a release must not
     // restart the header deadline of a client that trickles its headers.
     let mut partial_since: Option<tokio::time::Instant> = None;
+    let memo = Arc::new(Memo::default());
     loop {
-        let Some(parts) = serve_until_idle(io, &info, &shared, idle).await else {
+        let Some(parts) = serve_until_idle(io, &info, &shared, idle, &memo).await else {
             return;
         };
         // Idle: only the socket (and bytes hyper had read, if any) is kept.
@@ -130,24 +132,26 @@ async fn serve_until_idle<S: Stream>(
     info: &ConnInfo,
     shared: &Arc<Shared>,
     idle: Duration,
+    memo: &Arc<Memo>,
 ) -> Option<(Bytes, S)> {
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // Set when a request was answered 101: the socket then leaves hyper for the
     // WebSocket session (hyper's own upgrade needs `with_upgrades`, which has no
     // `into_parts` for the idle release below; `poll_without_shutdown` returns after
     // the 101 instead, with the socket and the bytes read past the request).
-    let upgrade: Arc<std::sync::Mutex<Option<Subprotocol>>> = Default::default();
+    let upgrade: Arc<std::sync::Mutex<Option<Upgraded>>> = Default::default();
     let svc_shared = shared.clone();
     let svc_info = info.clone();
     let svc_busy = busy.clone();
     let svc_upgrade = upgrade.clone();
+    let svc_memo = memo.clone();
     let service = hyper::service::service_fn(move |req| {
         let (shared, info, busy) = (svc_shared.clone(), svc_info.clone(), svc_busy.clone());
-        let upgrade = svc_upgrade.clone();
+        let (upgrade, memo) = (svc_upgrade.clone(), svc_memo.clone());
         Box::pin(async move {
             // Counts requests being answered, and every request ever seen (high bits).
             busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
-            let reply = route(req, &shared, &info, &upgrade).await;
+            let reply = route(req, &shared, &info, &upgrade, &memo).await;
             busy.fetch_sub(1, Ordering::Relaxed);
             Ok::<_, Infallible>(reply)
         })
@@ -181,10 +185,14 @@ async fn serve_until_idle<S: Stream>(
                     return None;
                 }
                 let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
-                if let Some(sub) = sub {
+                if let Some((sub, caller)) = sub {
                     let (rest, io) = take_parts(conn.into_parts());
                     let io = Rewind::new(rest, io);
-                    let (info, shared) = (info.clone(), shared.clone());
+                    let (mut info, shared) = (info.clone(), shared.clone());
+                    // The principal the upgrade request proved is the session's.
+                    if caller.is_some() {
+                        info.caller = caller;
+                    }
                     // Boxed: the session's future is not part of every HTTP connection's.
                     Box::pin(crate::stream::websocket::serve(io, info, shared, sub)).await;
                     return None;
@@ -240,12 +248,17 @@ fn take_parts<S: Stream, F>(
     (rest, io)
 }
 
+/// A WebSocket upgrade answered 101: its subprotocol, and the caller its
+/// `Authorization` proved (`--auth`).
+type Upgraded = (Subprotocol, Option<Arc<Caller>>);
+
 /// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
 async fn route(
     req: Request<Incoming>,
     shared: &Shared,
     info: &ConnInfo,
-    upgrade: &std::sync::Mutex<Option<Subprotocol>>,
+    upgrade: &std::sync::Mutex<Option<Upgraded>>,
+    memo: &Memo,
 ) -> Reply {
     if origin::from_browser(req.headers())
         && !origin::host_allowed(req.headers(), &shared.config.web.allowed_hosts)
@@ -273,14 +286,18 @@ async fn route(
         }
     }
     if is_ws {
+        let caller = match authenticate(req.headers(), shared, info, memo).await {
+            Ok(c) => c,
+            Err(refused) => return *refused,
+        };
         let (reply, sub) = handshake::accept(&req);
         if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
-            *u = Some(sub);
+            *u = Some((sub, caller));
         }
         return reply.map(ReplyBody::from);
     }
     let Verdict::Allowed(origin) = verdict else {
-        return route_rpc(req, shared, info).await;
+        return route_rpc(req, shared, info, memo).await;
     };
     if req.method() == Method::OPTIONS {
         // A CORS preflight from an allowed origin.
@@ -292,14 +309,28 @@ async fn route(
         origin::cors_headers(r.headers_mut(), origin, true);
         return r;
     }
-    let mut r = route_rpc(req, shared, info).await;
+    let mut r = route_rpc(req, shared, info, memo).await;
     origin::cors_headers(r.headers_mut(), origin, false);
     r
 }
 
-async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply {
+async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo, memo: &Memo) -> Reply {
     match (req.method(), req.uri().path()) {
-        (&Method::POST, _) => rpc(req, shared, info).await,
+        (&Method::POST, _) => {
+            // Credentials are checked before the body is read: a refused client
+            // costs no body's worth of memory.
+            match authenticate(req.headers(), shared, info, memo).await {
+                Ok(None) => rpc(req, shared, info).await,
+                Ok(Some(caller)) => {
+                    let info = ConnInfo {
+                        caller: Some(caller),
+                        ..info.clone()
+                    };
+                    rpc(req, shared, &info).await
+                }
+                Err(refused) => *refused,
+            }
+        }
         (&Method::GET | &Method::HEAD, path @ ("/" | "/console.js" | "/favicon.ico"))
             if crate::http::console::enabled(&shared.config)
                 && (path != "/" || crate::http::console::wants_html(&req)) =>

@@ -50,6 +50,14 @@ pub(crate) struct LimitLabel {
     pub limit: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct LoginLabels {
+    /// `password`, `token`, `certificate`, `custom`.
+    pub via: &'static str,
+    /// `ok`, `rejected`, `throttled`, `busy`, `unsupported`.
+    pub outcome: &'static str,
+}
+
 /// Verbs counted under a `method` label of their own; later ones count as `other`.
 pub(crate) const MAX_METHOD_LABELS: usize = 1000;
 
@@ -76,6 +84,8 @@ pub(crate) struct Metrics {
     /// refusals are copied in from [`crate::conn::refusals::Refusals`] at scrape time.
     pub limits: Family<LimitLabel, Counter>,
     pub tls_failed: Counter,
+    /// Credentials checked (`--auth`), by kind and outcome.
+    pub logins: Family<LoginLabels, Counter>,
     subscribers: Gauge,
     /// Bytes of requests in flight and of output queued for clients, process-wide.
     budgets: Family<BudgetLabel, Gauge>,
@@ -139,6 +149,7 @@ impl Metrics {
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             codes: Default::default(),
+            logins: Family::default(),
             method_labels: Default::default(),
             upstreams: Default::default(),
         };
@@ -184,6 +195,11 @@ impl Metrics {
             "tls_handshake_failures",
             "TLS handshakes that failed or timed out",
             m.tls_failed.clone(),
+        );
+        r.register(
+            "logins",
+            "Credentials checked (--auth), by kind (password, token, certificate, custom) and outcome (ok, rejected, throttled, busy, unsupported); refused calls are calls_handled with code -32020 or -32021",
+            m.logins.clone(),
         );
         r.register(
             "event_subscriptions",

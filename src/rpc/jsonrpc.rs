@@ -113,7 +113,7 @@ pub(crate) async fn answer(
                 return true;
             }
             let per_member = size / items.len().max(1);
-            let mut replies = stream::iter(runs(&verbs, items, bounds.max_batch))
+            let mut replies = stream::iter(runs(&verbs, items, bounds.max_batch, &ctx))
                 .map(|run| {
                     let (verbs, ctx) = (&verbs, ctx.clone());
                     async move {
@@ -162,12 +162,17 @@ enum Run {
 }
 
 /// Split a batch into its runs.
-fn runs(verbs: &VerbTable, items: Vec<Result<Request, Failed>>, max: usize) -> Vec<Run> {
+fn runs(
+    verbs: &VerbTable,
+    items: Vec<Result<Request, Failed>>,
+    max: usize,
+    ctx: &CallContext,
+) -> Vec<Run> {
     let methods: Vec<Option<&str>> = items
         .iter()
         .map(|i| i.as_ref().ok().map(|r| r.method.as_str()))
         .collect();
-    let plan = crate::verbs::plan(verbs, &methods, max);
+    let plan = crate::verbs::plan(verbs, &methods, max, ctx);
     if plan.iter().all(|r| matches!(r, crate::verbs::Run::One(_))) {
         return items.into_iter().map(Run::One).collect();
     }

@@ -39,6 +39,7 @@ pub(crate) async fn handle(
         peer_identity: None,
         stage: Stage::Start,
         flow_id: None,
+        caller: None,
     };
     let mut io = Conn::Plain(stream);
     loop {
@@ -113,6 +114,12 @@ pub(crate) async fn handle(
         };
         drop(slot);
         tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
+        if let Some(auth) = &shared.auth {
+            // A verified certificate (here, or at a trusted proxy) is a principal from
+            // the first call on; anyone else starts anonymous.
+            let who = info.peer_identity.as_deref().map(|n| auth.certificate(n));
+            info.caller = Some(crate::conn::Caller::new(auth.clone(), who));
+        }
         let (sniffed, io) = rewound.into_parts();
         let metered = shared
             .metrics

@@ -71,6 +71,15 @@ impl Server {
             ));
         }
         verbs.max_batch = config.limits.max_batch;
+        let auth = match &config.auth.file {
+            Some(path) => {
+                let auth = rpcmux_auth::Auth::from_file(path)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+                crate::verbs::register_login(&mut verbs).map_err(io::Error::from)?;
+                Some(Arc::new(auth))
+            }
+            None => None,
+        };
         let metrics = config
             .ops
             .metrics
@@ -126,6 +135,7 @@ impl Server {
             draining: Default::default(),
             #[cfg(feature = "gateway")]
             upstreams,
+            auth,
             config,
         });
         Ok(Server {
@@ -163,6 +173,30 @@ impl Server {
     #[cfg(feature = "gateway")]
     pub fn upstream_refresher(&self) -> Option<crate::gateway::UpstreamRefresher> {
         self.shared.upstreams.clone()
+    }
+
+    /// Check every call against `auth` (who may call what): what `[auth] file` does,
+    /// with an `Auth` of the embedder's making, e.g. one with its own
+    /// [`Authenticate`](crate::auth::Authenticate). Registers `rpc.login`. Call it
+    /// before [`run`](Self::run).
+    pub fn set_auth(&mut self, auth: Arc<crate::auth::Auth>) -> io::Result<()> {
+        let shared = Arc::get_mut(&mut self.shared)
+            .ok_or_else(|| io::Error::other("set_auth: the server is already running"))?;
+        if shared.auth.is_none() {
+            let verbs = Arc::get_mut(&mut shared.verbs)
+                .ok_or_else(|| io::Error::other("set_auth: the verb table is shared"))?;
+            crate::verbs::register_login(verbs).map_err(io::Error::from)?;
+        }
+        shared.auth = Some(auth);
+        Ok(())
+    }
+
+    /// The policy in force when authentication is on: [`Auth::reload`] it on SIGHUP
+    /// (what `rpcmux serve` does). Take it before [`run`](Self::run).
+    ///
+    /// [`Auth::reload`]: crate::auth::Auth::reload
+    pub fn auth(&self) -> Option<Arc<crate::auth::Auth>> {
+        self.shared.auth.clone()
     }
 
     /// The hub verbs publish events to; embedders may publish too.

@@ -266,7 +266,13 @@ pub(crate) async fn serve<S, F>(
     let (tx, rx) = mpsc::channel(EVENT_QUEUE);
     let kill = CancellationToken::new();
     let mut ctx = shared.call_context(&info, protocol);
-    ctx.session = Some(crate::events::Session::new(info.id, tx, kill.clone()));
+    let caller = ctx.caller.clone();
+    ctx.session = Some(crate::events::Session::new(
+        info.id,
+        tx,
+        kill.clone(),
+        caller,
+    ));
     let framer = make_framer(ctx);
     let opts = DriveOpts::new(&shared, &info, kill);
     let (rd, wr) = tokio::io::split(io);

@@ -673,6 +673,7 @@ mod tests {
             1,
             tx,
             tokio_util::sync::CancellationToken::new(),
+            None,
         ));
         let framer = Msgpack {
             codec: MsgpackRpcCodec::new(Limits::default()),

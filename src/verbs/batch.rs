@@ -36,9 +36,19 @@ pub(crate) enum Run {
 /// Split a batch's members (their method names; `None` for a member that is not a
 /// call, such as one that failed to parse) into runs: two or more consecutive members
 /// whose verbs go to the same target, which groups now, form a group of at most `max`.
-pub(crate) fn plan(t: &VerbTable, methods: &[Option<&str>], max: usize) -> Vec<Run> {
+/// A member `ctx`'s caller may not call is never grouped: it runs alone, and is refused.
+pub(crate) fn plan(
+    t: &VerbTable,
+    methods: &[Option<&str>],
+    max: usize,
+    ctx: &CallContext,
+) -> Vec<Run> {
     let grouped = |m: &Option<&str>| {
-        let v = t.get((*m)?)?;
+        let m = (*m)?;
+        let v = t.get(m)?;
+        if crate::verbs::access::refusal(ctx, m, Some(&v)).is_some() {
+            return None;
+        }
         let g = v.group.as_ref()?;
         g.target.groups().then_some(v)
     };

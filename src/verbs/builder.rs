@@ -63,6 +63,15 @@ impl VerbBuilder<'_> {
         self
     }
 
+    /// Only callers who proved a principal may call it (credentials, a verified client
+    /// certificate), even where the credentials file lets anonymous callers, and even
+    /// with authentication off (then only mutual-TLS clients may). Others get error
+    /// -32020, with nothing run.
+    pub fn authenticated(mut self) -> Self {
+        self.policy.authenticated = true;
+        self
+    }
+
     /// What a call finding `max_concurrent` calls running does.
     pub fn when_busy(mut self, w: WhenBusy) -> Self {
         self.policy.when_busy(w);

@@ -21,6 +21,9 @@ pub struct CallContext {
     pub events: Arc<EventHub>,
     /// Fires when the server gives up on calls still running at its shutdown deadline.
     pub(crate) abort: Option<Arc<Abort>>,
+    /// Who is calling and the policy they are checked against (`--auth`); `None`:
+    /// authentication is off and every verb may be called.
+    pub(crate) caller: Option<Arc<crate::conn::Caller>>,
 }
 
 /// The server's "cancel every call" switch, cheap to check per call: a call that is
@@ -56,6 +59,16 @@ impl CallContext {
         self.session.is_some()
     }
 
+    /// Who is calling: the principal authentication proved (a user of the credentials
+    /// file, a token's `sub`, a certificate's name), or with authentication off the
+    /// verified TLS client name. `None`: an anonymous caller.
+    pub fn principal(&self) -> Option<Arc<str>> {
+        match &self.caller {
+            Some(c) => c.principal().map(|p| p.name_arc().clone()),
+            None => self.peer_identity.clone(),
+        }
+    }
+
     /// A context for calling a table directly (tests, embedders' own transports):
     /// no peer, no session.
     pub fn new(protocol: &'static str, events: Arc<EventHub>) -> Self {
@@ -67,6 +80,7 @@ impl CallContext {
             session: None,
             events,
             abort: None,
+            caller: None,
         }
     }
 }

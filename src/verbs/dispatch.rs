@@ -50,6 +50,9 @@ impl VerbTable {
             .observer
             .as_ref()
             .map(|o| o.begin(method, verb.map(|v| v.observed()), &ctx));
+        if let Some(refused) = crate::verbs::access::refusal(&ctx, method, verb.map(|v| &**v)) {
+            return done(call, Err(refused));
+        }
         let Some(verb) = verb else {
             return done(call, Err(RpcError::method_not_found(method)));
         };
@@ -124,6 +127,10 @@ impl VerbTable {
         let Run::Typed(t) = &verb.run else {
             return None;
         };
+        // A refused call is answered by the dispatch path.
+        if crate::verbs::access::refusal(ctx, method, Some(verb)).is_some() {
+            return None;
+        }
         let defer = verb.policy.limit.is_some();
         let mut call = None;
         let mut used = 0;
@@ -167,6 +174,10 @@ impl VerbTable {
         let Run::Typed(t) = &verb.run else {
             return None;
         };
+        // A refused call is answered by the dispatch path.
+        if crate::verbs::access::refusal(ctx, &verb.name, Some(verb)).is_some() {
+            return None;
+        }
         let defer = verb.policy.limit.is_some();
         let mut call_seen = None;
         let mut begun = false;

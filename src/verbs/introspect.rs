@@ -1,5 +1,6 @@
 //! The built-in introspection verbs, as XML-RPC clients know them.
 
+use crate::verbs::access::may_call;
 use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
 use crate::verbs::RegisterError;
@@ -38,20 +39,31 @@ fn ready(r: Result<Value, RpcError>) -> Reply {
     Box::pin(std::future::ready(r.map(Output::Value)))
 }
 
-fn list_methods(t: &VerbTable, _: Args, _: CallContext) -> Reply {
-    ready(Ok(Value::Array(
-        t.names().into_iter().map(Value::from).collect(),
-    )))
+/// Every name the caller may call (with authentication on, only those its principal
+/// may: introspection shows no forbidden verb).
+fn list_methods(t: &VerbTable, _: Args, ctx: CallContext) -> Reply {
+    let names = t
+        .names()
+        .into_iter()
+        .filter(|n| ctx.caller.is_none() || t.get(n).is_some_and(|v| may_call(&ctx, &v)));
+    ready(Ok(Value::Array(names.map(Value::from).collect())))
 }
 
-fn target(t: &VerbTable, args: &mut Args) -> Result<std::sync::Arc<crate::verbs::Verb>, RpcError> {
+/// The verb a `system.method*` call asks about; one the caller may not call is as
+/// unknown to it as one that does not exist.
+fn target(
+    t: &VerbTable,
+    args: &mut Args,
+    ctx: &CallContext,
+) -> Result<std::sync::Arc<crate::verbs::Verb>, RpcError> {
     let name: String = args.take(0)?;
     t.get(&name)
+        .filter(|v| may_call(ctx, v))
         .ok_or_else(|| RpcError::method_not_found(&name))
 }
 
-fn method_help(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
-    ready(target(t, &mut args).map(|v| {
+fn method_help(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
+    ready(target(t, &mut args, &ctx).map(|v| {
         let policy = v.policy.describe();
         if policy.is_empty() {
             Value::from(v.help.clone())
@@ -61,8 +73,8 @@ fn method_help(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
     }))
 }
 
-fn method_signature(t: &VerbTable, mut args: Args, _: CallContext) -> Reply {
-    ready(target(t, &mut args).map(|v| {
+fn method_signature(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
+    ready(target(t, &mut args, &ctx).map(|v| {
         if let Some(sigs) = &v.signatures {
             return Value::Array(
                 sigs.iter()

@@ -6,6 +6,7 @@
 //! named parameters both map onto the declared names; errors come back as
 //! [`rpcmux_value::RpcError`] for each framer to put into its own protocol's shape.
 
+mod access;
 mod args;
 mod batch;
 mod builder;
@@ -15,6 +16,7 @@ mod dispatch;
 mod dispatched;
 mod group;
 mod introspect;
+mod login;
 mod multicall;
 mod names;
 mod observed;
@@ -38,6 +40,7 @@ pub use context::CallContext;
 pub(crate) use dispatched::Dispatched;
 #[cfg(feature = "gateway")]
 pub(crate) use group::{BatchTarget, Group};
+pub(crate) use login::register_login;
 pub(crate) use observed::{Call, Observer, StatsCache};
 pub use output::{Encode, Output};
 pub use policy::WhenBusy;

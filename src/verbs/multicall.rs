@@ -76,7 +76,7 @@ fn multicall(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
             _ => None,
         })
         .collect();
-    let runs = crate::verbs::batch::plan(t, &methods, t.max_batch);
+    let runs = crate::verbs::batch::plan(t, &methods, t.max_batch, &ctx);
     // Start every call now (each borrows the table only while starting), run them later.
     let pending: Vec<GroupReply> = runs
         .into_iter()

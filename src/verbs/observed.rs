@@ -157,7 +157,7 @@ impl Observer {
                 None => Method::Unknown(requested.chars().take(64).collect()),
             },
             peer: ctx.peer,
-            identity: ctx.peer_identity.clone(),
+            identity: ctx.principal(),
             flow_id: ctx.flow_id.clone(),
             access: self.access,
         }

@@ -22,17 +22,18 @@ pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     Ok(())
 }
 
-fn discover(t: &VerbTable, _: Args, _: CallContext) -> Reply {
-    Box::pin(std::future::ready(Ok(Output::Typed(Box::new(document(t))))))
+fn discover(t: &VerbTable, _: Args, ctx: CallContext) -> Reply {
+    let doc = document(t, &ctx);
+    Box::pin(std::future::ready(Ok(Output::Typed(Box::new(doc)))))
 }
 
 /// The OpenRPC document for `t`. Names starting with `rpc.` are reserved by OpenRPC
 /// and left out; each alias is listed as a method of its own (callers can call it),
-/// whose description names its target.
-pub(crate) fn document(t: &VerbTable) -> Json {
+/// whose description names its target. Only verbs `ctx`'s caller may call are listed.
+pub(crate) fn document(t: &VerbTable, ctx: &CallContext) -> Json {
     let mut methods = Vec::new();
     for verb in t.verbs() {
-        if verb.name.starts_with("rpc.") {
+        if verb.name.starts_with("rpc.") || !crate::verbs::access::may_call(ctx, &verb) {
             continue;
         }
         methods.push(method(&verb.name, &verb, &verb.help));

@@ -22,6 +22,9 @@ pub(crate) struct Policy {
     pub timeout: Option<Duration>,
     pub limit: Option<Limit>,
     when_busy: WhenBusy,
+    /// Only a caller with a principal may call it, whatever the credentials file says
+    /// ([`crate::VerbBuilder::authenticated`]).
+    pub authenticated: bool,
 }
 
 #[derive(Debug)]

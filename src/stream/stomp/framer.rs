@@ -7,6 +7,7 @@
 //! Calls run concurrently through the driver; their replies, and server events, are
 //! delivered as MESSAGE frames to this connection's own subscriptions only.
 
+mod login;
 mod rpc;
 
 use crate::conn::out::Out;
@@ -18,6 +19,7 @@ use crate::stream::stomp::heartbeat::{self, Beats, Due};
 use crate::stream::stomp::subscriptions::{Refused, Subscriptions};
 use crate::verbs::CallContext;
 use bytes::BytesMut;
+use rpcmux_auth::{Failure, Principal};
 use rpcmux_stomp::{Command, Frame, Item, StompCodec};
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +29,9 @@ use tokio_util::codec::Decoder;
 enum State {
     /// Nothing but CONNECT / STOMP is acceptable yet.
     AwaitConnect,
+    /// CONNECT's `login`/`passcode` are being verified: nothing more is read until
+    /// CONNECTED (or ERROR) is sent.
+    Authenticating,
     Connected,
     /// DISCONNECT seen: calls in flight finish, then the receipt (if asked) goes out.
     Disconnecting,
@@ -52,12 +57,22 @@ pub(crate) struct Stomp {
     next_message: u64,
     /// Unroutable replies are logged once per connection at warn, then at debug.
     warned_unrouted: bool,
+    /// The heart-beats CONNECT asked for, kept while its credentials are verified.
+    connecting: (u64, u64),
+    /// An ERROR went out after the last call was started (a refused login): the next
+    /// decode closes.
+    close_due: Option<String>,
 }
 
-/// A finished call: its reply body (none for notifications) and where it goes.
-pub(crate) struct Done {
-    pub(crate) body: Option<Vec<u8>>,
-    pub(crate) reply_to: String,
+/// What the driver hands back: a finished call, or CONNECT's credentials verified.
+pub(crate) enum Done {
+    /// A call's reply body (none for notifications) and where it goes.
+    Reply {
+        body: Option<Vec<u8>>,
+        reply_to: String,
+    },
+    /// The principal CONNECT's `login`/`passcode` proved, or why not.
+    Login(Result<Principal, Failure>),
 }
 
 /// An ERROR for a protocol fault, then the connection closes.
@@ -95,6 +110,8 @@ impl Stomp {
             hub_sub: None,
             next_message: 0,
             warned_unrouted: false,
+            connecting: (0, 0),
+            close_due: None,
         }
     }
 
@@ -120,7 +137,9 @@ impl Stomp {
     /// Handle one frame; true if it started a call (uses one unit of room).
     fn frame(&mut self, f: Frame, out: &mut Out, calls: &mut Calls<Done>) -> Result<bool, Close> {
         let result = match (self.state, f.command) {
-            (State::AwaitConnect, Command::Connect | Command::Stomp) => self.connect(&f, out),
+            (State::AwaitConnect, Command::Connect | Command::Stomp) => {
+                self.connect(&f, out, calls)
+            }
             (State::AwaitConnect, c) => Err(Fault::new(format!(
                 "expected CONNECT or STOMP as the first frame, got {c}"
             ))),
@@ -153,7 +172,12 @@ impl Stomp {
         }
     }
 
-    fn connect(&mut self, f: &Frame, out: &mut Out) -> Result<bool, Fault> {
+    fn connect(
+        &mut self,
+        f: &Frame,
+        out: &mut Out,
+        calls: &mut Calls<Done>,
+    ) -> Result<bool, Fault> {
         // No accept-version means a STOMP 1.0 client.
         let versions = f.get("accept-version").unwrap_or("1.0");
         if !versions.split(',').any(|v| v.trim() == "1.2") {
@@ -166,12 +190,44 @@ impl Stomp {
             None => (0, 0),
             Some(v) => rpcmux_stomp::parse_heartbeat(v).map_err(|e| Fault::new(e.to_string()))?,
         };
-        let hb = heartbeat::offer(client);
+        self.connecting = client;
+        if let Some(caller) = self.ctx.caller.clone() {
+            match login::credentials(f) {
+                Some(credentials) => {
+                    // Verified off the async workers; CONNECTED (or ERROR) follows.
+                    let verbs = self.shared.verbs.clone();
+                    let source = self
+                        .ctx
+                        .peer
+                        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| {
+                            p.ip().to_canonical()
+                        });
+                    calls.start(0, async move {
+                        Done::Login(verbs.login(caller.auth(), &credentials, source).await)
+                    });
+                    self.in_flight += 1;
+                    self.state = State::Authenticating;
+                    return Ok(true);
+                }
+                None if caller.principal().is_none() && !caller.auth().allows_anonymous() => {
+                    return Err(Fault::new(
+                        "authentication required: CONNECT with login and passcode",
+                    ));
+                }
+                None => {}
+            }
+        }
+        self.connected(out);
+        Ok(false)
+    }
+
+    /// Send CONNECTED, with the heart-beats CONNECT asked for.
+    fn connected(&mut self, out: &mut Out) {
+        let hb = heartbeat::offer(self.connecting);
         self.beats = (hb != (0, 0)).then(|| Beats::new(hb));
         self.state = State::Connected;
         self.emit(&frames::connected(self.conn_id, hb), out);
         tracing::debug!(conn = self.conn_id, heartbeat = ?hb, "STOMP session connected");
-        Ok(false)
     }
 
     fn subscribe(&mut self, f: &Frame) -> Result<bool, Fault> {
@@ -275,6 +331,13 @@ impl Framer for Stomp {
         calls: &mut Calls<Done>,
         mut room: usize,
     ) -> Result<(), Close> {
+        if let Some(why) = self.close_due.take() {
+            return Err(Close::new(format!("STOMP error sent: {why}")));
+        }
+        if self.state == State::Authenticating {
+            // Frames sent before CONNECTED wait, unread, for the credentials' verdict.
+            return Ok(());
+        }
         while room > 0 {
             let frame = match self.codec.decode(input) {
                 Ok(Some(Item::Frame(f))) => f,
@@ -291,8 +354,23 @@ impl Framer for Stomp {
 
     fn reply(&mut self, done: Done, out: &mut Out) {
         self.in_flight -= 1;
-        if let Some(body) = done.body {
-            self.deliver_reply(&done.reply_to, body.into(), out);
+        match done {
+            Done::Reply {
+                body: Some(body),
+                reply_to,
+            } => self.deliver_reply(&reply_to, body.into(), out),
+            Done::Reply { body: None, .. } => {}
+            Done::Login(Ok(who)) => {
+                if let Some(c) = &self.ctx.caller {
+                    c.bind(who);
+                }
+                self.connected(out);
+            }
+            Done::Login(Err(why)) => {
+                let message = format!("login failed: {why}");
+                let _ = self.fail(Fault::new(message.clone()), None, out);
+                self.close_due = Some(message);
+            }
         }
         if self.state == State::Disconnecting {
             self.flush_disconnect(out);
@@ -342,5 +420,9 @@ impl Framer for Stomp {
 
     fn tick_every(&self) -> Option<Duration> {
         self.beats.as_ref()?.tick_every()
+    }
+
+    fn has_pending(&self) -> bool {
+        self.close_due.is_some()
     }
 }

@@ -99,6 +99,9 @@ impl Messages for StompWs {
     fn reply(&mut self, done: Done, out: &mut Out) {
         self.inner.reply(done, &mut self.scratch);
         self.flush(out);
+        // Frames that waited for a login's verdict (or the close a refused one owes)
+        // are worked through now.
+        self.more |= !self.stream.is_empty() || self.inner.has_pending();
     }
 
     fn event(&mut self, event: &Event, out: &mut Out) {

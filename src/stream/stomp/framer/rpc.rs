@@ -95,7 +95,7 @@ impl Stomp {
                     true
                 }
             };
-            Done {
+            Done::Reply {
                 body: some.then_some(body),
                 reply_to,
             }
