@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod auth;
 mod metrics;
 mod systemd;
 mod tls_proxy;

@@ -1,0 +1,166 @@
+//! `--auth`: who may call what, end to end against the binary. Stock clients (Python's
+//! xmlrpc.client with `user:pass@` URLs, stomp.py with login/passcode) in
+//! tests/python/auth_clients.py; here the paths without a stock client (raw-TCP
+//! JSON-RPC with `rpc.login`, JSON-RPC batches over HTTP, events), each refusal checked
+//! by what did not happen as well as by its error.
+
+use crate::common::hostile::{error_code, Lines};
+use crate::common::{http_post, run_py, Server};
+
+/// A credentials file: anonymous may ping; alice (password "wonderland") is an operator
+/// (VM.*, Host.*, echo, subscribe; not VM.destroy) and sees |virt| events.
+fn credentials(dir: &std::path::Path) -> std::path::PathBuf {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .arg("passwd")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            c.stdin.take().unwrap().write_all(b"wonderland\n")?;
+            c.wait_with_output()
+        })
+        .expect("rpcmux passwd");
+    assert!(out.status.success());
+    let hash = String::from_utf8(out.stdout).unwrap();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+    let path = dir.join("creds.toml");
+    std::fs::write(
+        &path,
+        format!(
+            r#"anonymous = ["ping"]
+[users.alice]
+password = "{}"
+groups = ["operators"]
+[groups.operators]
+allow = ["VM.*", "Host.*", "echo", "subscribe", "system.*"]
+deny = ["VM.destroy"]
+events = ["|virt|*"]
+"#,
+            hash.trim()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("rpcmux-auth-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn start(name: &str) -> Server {
+    let creds = credentials(&scratch(name));
+    Server::start(&["--auth", creds.to_str().unwrap()])
+}
+
+#[test]
+fn stock_clients_log_in_and_forbidden_calls_do_nothing() {
+    let srv = start("stock");
+    let out = run_py(
+        "auth_clients.py",
+        &["127.0.0.1", &srv.addr.port().to_string()],
+    );
+    assert!(out.trim().ends_with("ok"), "{out}");
+}
+
+#[test]
+fn rpc_login_binds_a_raw_tcp_connection() {
+    let srv = start("login");
+    let mut c = Lines::connect(srv.addr).unwrap();
+    let mut call = |line: &str| {
+        c.send(format!("{line}\n").as_bytes()).unwrap();
+        c.json(1 << 20).unwrap()
+    };
+    let r = call(r#"{"jsonrpc":"2.0","id":1,"method":"VM.create","params":["tcp-vm","n"]}"#);
+    assert_eq!(error_code(&r), Some(-32020), "{r}");
+    let r = call(
+        r#"{"jsonrpc":"2.0","id":2,"method":"rpc.login","params":{"user":"alice","password":"nope"}}"#,
+    );
+    assert_eq!(error_code(&r), Some(-32022), "{r}");
+    assert!(!r.to_string().contains("nope"), "the secret echoed: {r}");
+    let r = call(
+        r#"{"jsonrpc":"2.0","id":3,"method":"rpc.login","params":{"user":"alice","password":"wonderland"}}"#,
+    );
+    assert_eq!(r["result"]["principal"], "alice", "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":4,"method":"VM.create","params":["tcp-vm","n"]}"#);
+    assert!(r.get("error").is_none(), "{r}");
+    // A batch smuggling VM.destroy: that member alone is refused, the VM stays.
+    let r = call(
+        r#"[{"jsonrpc":"2.0","id":5,"method":"echo","params":["a"]},{"jsonrpc":"2.0","id":6,"method":"VM.destroy","params":["tcp-vm"]}]"#,
+    );
+    let codes: Vec<_> = r.as_array().unwrap().iter().map(error_code).collect();
+    assert!(
+        codes.contains(&Some(-32021)) && codes.contains(&None),
+        "{r}"
+    );
+    let r = call(r#"{"jsonrpc":"2.0","id":7,"method":"Host.getVMList"}"#);
+    assert!(
+        r["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == "tcp-vm"),
+        "VM.destroy ran inside a batch: {r}"
+    );
+    // A name that does not exist is as forbidden as one that does: nothing leaks.
+    let r = call(r#"{"jsonrpc":"2.0","id":8,"method":"secret.thing"}"#);
+    assert_eq!(error_code(&r), Some(-32021), "{r}");
+}
+
+#[test]
+fn events_reach_only_principals_allowed_to_see_them() {
+    let srv = start("events");
+    // alice subscribes to everything; an anonymous caller cannot subscribe at all.
+    let mut anon = Lines::connect(srv.addr).unwrap();
+    anon.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\",\"params\":[\"*\"]}\n")
+        .unwrap();
+    assert_eq!(error_code(&anon.json(1 << 20).unwrap()), Some(-32020));
+    let mut a = Lines::connect(srv.addr).unwrap();
+    a.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"rpc.login\",\"params\":{\"user\":\"alice\",\"password\":\"wonderland\"}}\n").unwrap();
+    assert_eq!(a.json(1 << 20).unwrap()["result"]["principal"], "alice");
+    a.send(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"subscribe\",\"params\":[\"*\"]}\n")
+        .unwrap();
+    assert!(a.json(1 << 20).unwrap().get("result").is_some());
+    // An event she may not see, then one she may: only the second arrives.
+    a.send(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"Host.publishEvent\",\"params\":[\"|secret|thing\",{}]}\n").unwrap();
+    a.send(
+        b"{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"VM.create\",\"params\":[\"ev-vm\",\"n\"]}\n",
+    )
+    .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let m = a.json(1 << 20).unwrap();
+        if let Some(method) = m.get("method").and_then(|v| v.as_str()) {
+            seen.push(method.to_owned());
+        }
+        if seen.iter().any(|s| s.starts_with("|virt|")) {
+            break;
+        }
+    }
+    assert!(
+        seen.iter().any(|s| s.starts_with("|virt|VM_status|")),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|s| s.starts_with("|secret|")), "{seen:?}");
+}
+
+#[test]
+fn http_without_credentials_is_challenged_when_nothing_is_anonymous() {
+    let path = scratch("challenge").join("creds.toml");
+    std::fs::write(&path, "[users.engine]\nallow = [\"*\"]\n").unwrap();
+    let srv = Server::start(&["--auth", path.to_str().unwrap()]);
+    let (status, head, _) = http_post(
+        srv.addr,
+        Some("application/json"),
+        br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+    );
+    assert_eq!(status, 401, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: basic"),
+        "{head}"
+    );
+}
