@@ -37,7 +37,7 @@ pub struct Auth {
     authenticator: Option<Arc<dyn Authenticate>>,
     pub(crate) pool: Pool,
     pub(crate) cache: Cache,
-    throttle: Throttle,
+    pub(crate) throttle: Throttle,
     /// How many argon2 verifications ran (the tests' witness that one did not).
     #[cfg(test)]
     pub(crate) argon2_runs: Arc<std::sync::atomic::AtomicUsize>,

@@ -39,11 +39,13 @@ pub(crate) struct JwtKey {
     validation: Validation,
 }
 
-/// The claims a principal is made of (the rest are checked by `Validation`).
+/// The claims a principal is made of (the rest are checked by `Validation`). Optional
+/// here so that a missing one is reported as missing (by `Validation`, which requires
+/// both), not as a malformed token.
 #[derive(Deserialize)]
 struct Claims {
-    sub: String,
-    exp: f64,
+    sub: Option<String>,
+    exp: Option<f64>,
 }
 
 impl JwtKey {
@@ -118,7 +120,9 @@ impl JwtKey {
     pub(crate) fn verify(&self, token: &str) -> Result<(String, SystemTime), &'static str> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
             .map_err(|e| detail(e.kind()))?;
-        let Claims { sub, exp } = data.claims;
+        let (Some(sub), Some(exp)) = (data.claims.sub, data.claims.exp) else {
+            return Err("token missing a required claim");
+        };
         if sub.is_empty() {
             return Err("token with an empty sub");
         }
@@ -158,7 +162,7 @@ fn parse_hex_secret(text: &str) -> Result<Vec<u8>, &'static str> {
         .strip_prefix("0x")
         .or_else(|| hex.strip_prefix("0X"))
         .unwrap_or(hex);
-    if hex.len() % 2 != 0 {
+    if !hex.len().is_multiple_of(2) {
         return Err("not hex: an odd number of digits");
     }
     let digit = |c: u8| (c as char).to_digit(16).ok_or("not hex");

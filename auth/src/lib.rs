@@ -15,6 +15,7 @@ mod auth;
 mod cache;
 mod credentials;
 mod decision;
+mod error;
 mod glob;
 mod jwt;
 mod password;
@@ -23,9 +24,13 @@ mod pool;
 mod principal;
 mod throttle;
 
+#[cfg(test)]
+mod tests;
+
 pub use auth::{Auth, Authenticate};
 pub use credentials::{Credentials, Failure};
 pub use decision::Decision;
+pub use error::PolicyError;
 pub use password::hash_password;
-pub use policy::{Policy, PolicyError};
+pub use policy::Policy;
 pub use principal::{Principal, Via};

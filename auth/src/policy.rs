@@ -2,12 +2,40 @@
 
 use crate::jwt::{JwtConfig, JwtKey};
 use crate::password;
+use crate::PolicyError;
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 /// A credentials file, parsed and checked: users (argon2id password hashes or none),
 /// groups, allow/deny verb globs, event globs, `anonymous`, `[jwt]` keys loaded.
+///
+/// ```toml
+/// anonymous = ["ping", "system.listMethods"]  # callers without credentials (default: none)
+///
+/// [users.alice]
+/// password = "$argon2id$v=19$..."  # `rpcmux passwd`; none: no password login
+/// groups = ["operators"]           # each must be a [groups.NAME]
+/// allow = ["echo"]                 # the user's own globs, added to its groups'
+///
+/// [groups.operators]
+/// allow = ["VM.*", "Host.*"]       # verb names; `*` any run, `?` one character
+/// deny = ["VM.destroy"]            # deny wins, also over `anonymous`
+/// events = ["|virt|*"]             # event names this principal receives
+///
+/// [users.engine]                   # a certificate's or token's name, or the embedder's
+/// allow = ["*"]
+///
+/// [jwt]
+/// hs256_secret_file = "jwt.hex"    # 32+ bytes of hex (geth's jwt.hex); relative to the file
+/// # public_key_file = "key.pem"    # or an RSA, EC P-256/P-384 or Ed25519 public key
+/// audience = "rpcmux"              # if set, `aud` must name it
+/// issuer = "me"                    # if set, `iss` must be it
+/// leeway = 30                      # seconds of clock skew allowed on exp/nbf (default 30)
+/// ```
+///
+/// An authenticated caller may call what its rules allow plus what `anonymous` allows,
+/// minus what its rules deny. A caller without credentials receives no events.
 pub struct Policy {
     /// Each user's rules, its groups' merged in at load time: one lookup per call.
     pub(crate) users: HashMap<Box<str>, User>,
@@ -34,31 +62,6 @@ pub(crate) struct Rules {
     pub(crate) deny: Vec<Box<str>>,
     pub(crate) events: Vec<Box<str>>,
 }
-
-/// A credentials file that cannot be used: unreadable, not TOML, an unknown key, a
-/// malformed password hash, a group that does not exist, a JWT key that does not load.
-/// Its `Display` names the file and the place, never a secret.
-#[derive(Debug)]
-pub struct PolicyError {
-    message: String,
-}
-
-impl PolicyError {
-    /// An error about `origin` (the file), at `place` (a TOML path or a line).
-    pub(crate) fn at(origin: &str, place: &str, what: impl std::fmt::Display) -> Self {
-        PolicyError {
-            message: format!("{origin}: {place}: {what}"),
-        }
-    }
-}
-
-impl std::fmt::Display for PolicyError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for PolicyError {}
 
 /// The file as written.
 #[derive(Deserialize)]
@@ -163,6 +166,19 @@ impl Policy {
     /// The rules of user `name`, if in the file.
     pub(crate) fn rules(&self, name: &str) -> Option<&Rules> {
         self.users.get(name).map(|u| &u.rules)
+    }
+}
+
+/// Names and counts only: no hash, no key.
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut users: Vec<&str> = self.users.keys().map(|k| &**k).collect();
+        users.sort_unstable();
+        f.debug_struct("Policy")
+            .field("users", &users)
+            .field("anonymous", &self.anonymous)
+            .field("jwt", &self.jwt.is_some())
+            .finish()
     }
 }
 
