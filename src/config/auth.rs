@@ -11,9 +11,4 @@ pub struct AuthConfig {
     /// The credentials file (users, groups, allow/deny globs, `anonymous`, `[jwt]`),
     /// reloaded on SIGHUP. Relative to the working directory.
     pub file: Option<PathBuf>,
-    /// Believe the client-certificate name a trusted PROXY v2 peer (`proxy_from`) passes
-    /// in its SSL TLV (HAProxy's `send-proxy-v2-ssl-cn`), when it says the certificate
-    /// was verified. Off by default: only turn it on when every peer in `proxy_from`
-    /// verifies client certificates against a CA you trust.
-    pub proxy_cert_names: bool,
 }
