@@ -27,6 +27,10 @@ pub trait Authenticate: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Option<String>, ()>>;
 }
 
+/// How many [`Authenticate`] calls run at once, and how many more may wait.
+const AUTHENTICATOR_PARALLEL: usize = 16;
+const AUTHENTICATOR_QUEUE: usize = 64;
+
 /// The policy in force (swapped whole on [`Auth::reload`]) and the machinery that
 /// verifies credentials: a bounded pool of password verifications, a keyed-digest cache
 /// of recent successes, and the failed-attempt throttle.
@@ -36,6 +40,9 @@ pub struct Auth {
     path: Option<PathBuf>,
     authenticator: Option<Arc<dyn Authenticate>>,
     pub(crate) pool: Pool,
+    /// The authenticator's own slots: its calls wait on a network more than they use a
+    /// core, so they get more at once than argon2 does, and never starve it.
+    authenticator_pool: Pool,
     pub(crate) cache: Cache,
     pub(crate) throttle: Throttle,
     /// How many argon2 verifications ran (the tests' witness that one did not).
@@ -60,6 +67,7 @@ impl Auth {
             path,
             authenticator: None,
             pool,
+            authenticator_pool: Pool::new(AUTHENTICATOR_PARALLEL, AUTHENTICATOR_QUEUE),
             cache: Cache::new(),
             throttle,
             #[cfg(test)]
@@ -153,7 +161,7 @@ impl Auth {
             // On the blocking pool as a whole: an authenticator may block before or
             // inside its future.
             let job = move || handle.block_on(authenticator.authenticate(&credentials, source));
-            match self.pool.run(job).await {
+            match self.authenticator_pool.run(job).await {
                 Ok(Ok(Some(name))) => return Ok(Principal::new(name, Via::Custom)),
                 Ok(Ok(None)) => {}
                 Ok(Err(())) => return Err(rejected("rejected by the authenticator")),

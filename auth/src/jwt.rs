@@ -18,6 +18,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// the issuer and this server.
 pub(crate) const DEFAULT_LEEWAY: u64 = 30;
 
+/// Clock skew past this is a misconfiguration (and the check's arithmetic wants
+/// `leeway` < now).
+const MAX_LEEWAY: u64 = 3600;
+
 /// An HS256 secret shorter than this is refused (geth's minimum too).
 const MIN_SECRET_LEN: usize = 32;
 
@@ -99,7 +103,10 @@ impl JwtKey {
                 ))
             }
         };
-        validation.leeway = config.leeway.unwrap_or(DEFAULT_LEEWAY);
+        validation.leeway = match config.leeway.unwrap_or(DEFAULT_LEEWAY) {
+            leeway @ 0..=MAX_LEEWAY => leeway,
+            _ => return Err(PolicyError::at(origin, "jwt.leeway", "more than an hour")),
+        };
         validation.validate_nbf = true;
         let mut required = vec!["exp", "sub"];
         validation.validate_aud = config.audience.is_some();

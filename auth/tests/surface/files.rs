@@ -144,6 +144,18 @@ fn bad_hs256_secrets_are_refused() {
 }
 
 #[test]
+fn leeway_is_bounded() {
+    let dir = scratch_dir();
+    std::fs::write(dir.join("jwt.hex"), HEX).unwrap();
+    let text = |leeway: u64| format!("[jwt]\nhs256_secret_file = \"jwt.hex\"\nleeway = {leeway}");
+    assert!(Policy::from_toml(&text(3600), &dir).is_ok());
+    let e = Policy::from_toml(&text(3601), &dir)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("jwt.leeway"), "{e}");
+}
+
+#[test]
 fn exactly_one_jwt_key() {
     let dir = scratch_dir();
     std::fs::write(dir.join("jwt.hex"), HEX).unwrap();
