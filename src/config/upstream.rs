@@ -188,7 +188,8 @@ impl UpstreamConfig {
     }
 
     /// Read `--upstream`'s value: `[PREFIX=]URL[,URL...]` (the commas separate the
-    /// addresses of one upstream, in failover order). The URLs are checked here.
+    /// addresses of one upstream, in failover order; an HTTP URL may carry
+    /// `USER:PASSWORD@`, percent-encoded). The URLs are checked here.
     pub fn from_flag(spec: &str) -> Result<Self, ConfigError> {
         let (prefix, urls) = match (spec.find('='), spec.find("://")) {
             (Some(eq), Some(scheme)) if eq < scheme => (Some(&spec[..eq]), &spec[eq + 1..]),

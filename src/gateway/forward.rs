@@ -80,14 +80,17 @@ pub(super) fn refused(e: &RpcError) -> bool {
     e.code == ERR_UPSTREAM_BAD_REPLY && e.message.contains(REFUSED_MARK)
 }
 
-/// The status of an HTTP 401 or 403 answer without an RPC reply in it.
-fn refusal_status(e: &rpcmux_client::ClientError) -> Option<&str> {
+/// The status of a refusal: an HTTP 401 answer, or a 403 to a call that carried
+/// credentials, without an RPC reply in it. (A 403 to a call without credentials may be
+/// the upstream's own access rule: a bad reply like any other.)
+fn refusal_status(e: &rpcmux_client::ClientError, sent_credentials: bool) -> Option<&str> {
     let rpcmux_client::ClientError::Protocol(why) = e else {
         return None;
     };
     let status = why.strip_prefix("HTTP ")?;
     let status = status.split_once(':').map_or(status, |(s, _)| s);
-    (status.starts_with("401") || status.starts_with("403")).then_some(status)
+    let refused = status.starts_with("401") || (sent_credentials && status.starts_with("403"));
+    refused.then_some(status)
 }
 
 impl Endpoint {
@@ -390,8 +393,8 @@ impl Upstream {
                         self.name
                     )))
                 }
-                Err(Failure::Bad(err)) if refusal_status(&err).is_some() => {
-                    let status = refusal_status(&err).unwrap_or_default();
+                Err(Failure::Bad(err)) if refusal_status(&err, auth.is_some()).is_some() => {
+                    let status = refusal_status(&err, auth.is_some()).unwrap_or_default();
                     let message = match auth {
                         Some(_) => format!(
                             "upstream {} ({}) refused our credentials (HTTP {status})",
@@ -417,5 +420,45 @@ impl Upstream {
             ERR_UPSTREAM_UNREACHABLE,
             format!("upstream {} unreachable: {}", self.name, why.join("; ")),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcmux_client::ClientError;
+
+    #[test]
+    fn refusals_and_caller_names() {
+        let e = |s: &str| ClientError::Protocol(s.into());
+        let unauthorized = e("HTTP 401 Unauthorized: <html>");
+        assert_eq!(
+            refusal_status(&unauthorized, false),
+            Some("401 Unauthorized")
+        );
+        let forbidden = e("HTTP 403 Forbidden: no");
+        assert_eq!(refusal_status(&forbidden, true), Some("403 Forbidden"));
+        assert_eq!(refusal_status(&forbidden, false), None, "an access rule");
+        assert_eq!(refusal_status(&e("HTTP 404 Not Found: x"), true), None);
+        assert_eq!(refusal_status(&e("bad XML"), true), None);
+        assert_eq!(
+            refusal_status(&ClientError::Connect("HTTP 401".into()), true),
+            None
+        );
+
+        assert_eq!(header_value("agent-7"), Some("agent-7"));
+        assert_eq!(header_value("José García"), Some("José García"));
+        for bad in [
+            "",
+            "a\r\nX-Admin: 1",
+            "a\nb",
+            "a\tb",
+            "a\0",
+            " pad",
+            &"x".repeat(MAX_PRINCIPAL + 1),
+        ] {
+            assert_eq!(header_value(bad), None, "{bad:?}");
+        }
+        assert!(format!("{:?}", Secret("Basic c2VjcmV0".into())) == "<redacted>");
     }
 }
