@@ -52,9 +52,9 @@ pub(super) struct Caller<'a> {
 }
 
 /// The caller's name for `principal_header`: the verified TLS client name for now.
-pub(super) fn caller_name(ctx: &crate::verbs::CallContext) -> Option<&str> {
+pub(super) fn caller_name(ctx: &crate::verbs::CallContext) -> Option<Arc<str>> {
     // TODO(auth): CallContext::principal()
-    ctx.peer_identity.as_deref()
+    ctx.peer_identity.clone()
 }
 
 /// Longest caller name sent in `principal_header`; a longer one is not sent.

@@ -278,9 +278,10 @@ fn build(
         let registered = b.passthrough(move |params, ctx| {
             let (up, name) = (up.clone(), name.clone());
             async move {
+                let who = caller_name(&ctx);
                 let caller = Caller {
                     peer: ctx.peer,
-                    name: caller_name(&ctx),
+                    name: who.as_deref(),
                 };
                 up.forward(&name, params, caller).await
             }
