@@ -10,14 +10,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One server whose verbs rpcmux serves (`[[upstream]]`; docs/gateway.md).
-#[derive(Debug, Clone, Deserialize)]
+///
+/// Its `Debug` hides the secrets: passwords and tokens, and the credentials in a URL.
+#[derive(Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamConfig {
     /// Its address(es), as URLs whose scheme names the protocol
     /// (`xmlrpc+http://HOST:PORT/PATH`, `jsonrpc+http://HOST:PORT/PATH`,
     /// `jsonrpc+tcp://HOST:PORT`, `msgpack+tcp://HOST:PORT`). Several addresses are one
     /// server's replicas, tried in order: a call goes to the first that answers.
-    /// In TOML one string or a list.
+    /// In TOML one string or a list. An HTTP URL may carry credentials,
+    /// `xmlrpc+http://USER:PASSWORD@HOST:PORT/PATH` (percent-encoded), sent as HTTP Basic
+    /// authentication; logs, metrics and errors show the URL without them.
     #[serde(deserialize_with = "one_or_many")]
     pub url: Vec<String>,
     /// Its verbs are served as `PREFIX.name`; unset, under their own names.
@@ -71,6 +75,59 @@ pub struct UpstreamConfig {
     /// only; default on).
     #[serde(default = "yes")]
     pub multicall: bool,
+    /// HTTP Basic authentication to the upstream: the user name (with `password` or
+    /// `password_file`). Not with credentials in a URL, nor with a token.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// The password for `username`. A secret: prefer `password_file`.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// A file holding the password for `username` (a trailing newline is dropped); read
+    /// at startup and again at each refresh (SIGHUP, `refresh`), so it can be rotated.
+    #[serde(default)]
+    pub password_file: Option<PathBuf>,
+    /// A bearer token, sent as `Authorization: Bearer TOKEN`. A secret: prefer
+    /// `token_file`.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// A file holding the bearer token (a trailing newline is dropped); read at startup
+    /// and again at each refresh.
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    /// An HTTP header in which HTTP upstreams get the caller's name (the verified TLS
+    /// client name), e.g. `X-Rpcmux-Principal`; none is sent for an anonymous caller.
+    /// Batches to this upstream then go call by call (no `system.multicall`), each call
+    /// carrying its caller's name.
+    #[serde(default)]
+    pub principal_header: Option<String>,
+}
+
+/// Prints every setting, secrets hidden: the password and token as `"<redacted>"`, URLs
+/// without their credentials.
+impl std::fmt::Debug for UpstreamConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hidden = |s: &Option<String>| s.as_ref().map(|_| "<redacted>");
+        f.debug_struct("UpstreamConfig")
+            .field("url", &self.urls_shown())
+            .field("prefix", &self.prefix)
+            .field("timeout", &self.timeout)
+            .field("max_in_flight", &self.max_in_flight)
+            .field("connections", &self.connections)
+            .field("methods", &self.methods)
+            .field("idempotent", &self.idempotent)
+            .field("forwarded_for", &self.forwarded_for)
+            .field("tls_ca", &self.tls_ca)
+            .field("refresh", &self.refresh)
+            .field("health_interval", &self.health_interval)
+            .field("multicall", &self.multicall)
+            .field("username", &self.username)
+            .field("password", &hidden(&self.password))
+            .field("password_file", &self.password_file)
+            .field("token", &hidden(&self.token))
+            .field("token_file", &self.token_file)
+            .field("principal_header", &self.principal_header)
+            .finish()
+    }
 }
 
 fn yes() -> bool {
@@ -121,11 +178,18 @@ impl UpstreamConfig {
             refresh: None,
             health_interval: None,
             multicall: true,
+            username: None,
+            password: None,
+            password_file: None,
+            token: None,
+            token_file: None,
+            principal_header: None,
         }
     }
 
     /// Read `--upstream`'s value: `[PREFIX=]URL[,URL...]` (the commas separate the
-    /// addresses of one upstream, in failover order). The URLs are checked here.
+    /// addresses of one upstream, in failover order; an HTTP URL may carry
+    /// `USER:PASSWORD@`, percent-encoded). The URLs are checked here.
     pub fn from_flag(spec: &str) -> Result<Self, ConfigError> {
         let (prefix, urls) = match (spec.find('='), spec.find("://")) {
             (Some(eq), Some(scheme)) if eq < scheme => (Some(&spec[..eq]), &spec[eq + 1..]),
@@ -137,12 +201,73 @@ impl UpstreamConfig {
         Ok(c)
     }
 
-    /// The name logs and error messages use: the prefix, else the first URL.
+    /// The name logs, metrics and error messages use: the prefix, else the first URL
+    /// (without its credentials).
     pub fn name(&self) -> String {
         match &self.prefix {
             Some(p) => p.clone(),
-            None => self.url.first().cloned().unwrap_or_default(),
+            None => self.url.first().map(|u| redacted(u)).unwrap_or_default(),
         }
+    }
+
+    /// Each URL as logs, metrics and errors show it: without its credentials.
+    pub fn urls_shown(&self) -> Vec<String> {
+        self.url.iter().map(|u| redacted(u)).collect()
+    }
+
+    /// Whether a secret is read from a file (`password_file`, `token_file`): read again
+    /// at each refresh.
+    pub fn reads_secret_files(&self) -> bool {
+        self.password_file.is_some() || self.token_file.is_some()
+    }
+
+    /// The `Authorization` header value for each URL, in order (`None`: none is sent):
+    /// `Basic` for a user name and password (in the URL, or `username` with `password`
+    /// or `password_file`), `Bearer` for a token. Reads the secret files now. The values
+    /// are secrets: never log them. Errors name the upstream and the file, never a
+    /// secret.
+    pub fn authorization(&self) -> Result<Vec<Option<String>>, ConfigError> {
+        self.check()?;
+        let name = self.name();
+        let err = |why: String| ConfigError::new("upstream", format!("upstream {name}: {why}"));
+        let read = |key: &str, path: &std::path::Path| -> Result<String, ConfigError> {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| err(format!("cannot read {key} {}: {e}", path.display())))?;
+            let secret = text.trim_end_matches(['\n', '\r']).to_owned();
+            if secret.is_empty() {
+                return Err(err(format!("{key} {} is empty", path.display())));
+            }
+            Ok(secret)
+        };
+        let explicit = match (&self.username, &self.token) {
+            (Some(user), _) => {
+                let password = match (&self.password, &self.password_file) {
+                    (Some(p), _) => p.clone(),
+                    (None, Some(path)) => read("password_file", path)?,
+                    (None, None) => String::new(), // refused by check()
+                };
+                check_secret(&password, false).map_err(|w| err(w.into()))?;
+                Some(basic(user, &password))
+            }
+            (None, Some(token)) => Some(format!("Bearer {token}")),
+            (None, None) => match &self.token_file {
+                Some(path) => {
+                    let token = read("token_file", path)?;
+                    check_secret(&token, true).map_err(|w| err(w.into()))?;
+                    Some(format!("Bearer {token}"))
+                }
+                None => None,
+            },
+        };
+        self.url
+            .iter()
+            .map(|u| {
+                Ok(match userinfo(u).map_err(|w| err(w.into()))? {
+                    Some((user, password)) => Some(basic(&user, &password)),
+                    None => explicit.clone(),
+                })
+            })
+            .collect()
     }
 
     /// The `timeout` field as a `Duration`.
@@ -200,8 +325,213 @@ impl UpstreamConfig {
                 ),
             ));
         }
+        self.check_credentials(&urls)?;
         Ok(urls)
     }
+
+    /// The credential settings make sense together, each is well formed (the secret
+    /// files are read later, by [`authorization`](Self::authorization)), and they go
+    /// to HTTP upstreams only.
+    fn check_credentials(&self, urls: &[UpstreamUrl]) -> Result<(), ConfigError> {
+        let err =
+            |why: &str| ConfigError::new("upstream", format!("upstream {}: {why}", self.name()));
+        let http = |u: &UpstreamUrl| {
+            matches!(
+                u.proto,
+                UpstreamProto::XmlrpcHttp | UpstreamProto::JsonrpcHttp
+            )
+        };
+        let basic =
+            self.username.is_some() || self.password.is_some() || self.password_file.is_some();
+        let bearer = self.token.is_some() || self.token_file.is_some();
+        let mut in_url = false;
+        for (text, u) in self.url.iter().zip(urls) {
+            if userinfo(text).map_err(err)?.is_some() {
+                in_url = true;
+                if !http(u) {
+                    return Err(err(NO_CREDENTIALS_OVER_TCP));
+                }
+            }
+        }
+        if in_url && (basic || bearer) {
+            return Err(err(
+                "credentials both in a url and in username/password/token settings: give them one way",
+            ));
+        }
+        if basic && bearer {
+            return Err(err(
+                "username/password and token are two kinds of credentials: set one",
+            ));
+        }
+        if self.password.is_some() && self.password_file.is_some() {
+            return Err(err("password and password_file: set one"));
+        }
+        if self.token.is_some() && self.token_file.is_some() {
+            return Err(err("token and token_file: set one"));
+        }
+        if basic {
+            let Some(user) = &self.username else {
+                return Err(err("a password needs a username"));
+            };
+            if self.password.is_none() && self.password_file.is_none() {
+                return Err(err("username needs password or password_file"));
+            }
+            if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
+                return Err(err(
+                    "username must be non-empty, without ':' or control characters",
+                ));
+            }
+            if let Some(p) = &self.password {
+                check_secret(p, false).map_err(err)?;
+            }
+        }
+        if let Some(t) = &self.token {
+            check_secret(t, true).map_err(err)?;
+        }
+        if (basic || bearer) && !urls.iter().all(http) {
+            return Err(err(NO_CREDENTIALS_OVER_TCP));
+        }
+        if let Some(h) = &self.principal_header {
+            let name = hyper::header::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+                err(&format!(
+                    "principal_header {h:?} is not an HTTP header name"
+                ))
+            })?;
+            if RESERVED_HEADERS.contains(&name.as_str()) {
+                return Err(err(&format!(
+                    "principal_header {h:?} is a header rpcmux sets itself"
+                )));
+            }
+            if !urls.iter().all(http) {
+                return Err(err(
+                    "principal_header is for HTTP upstreams (jsonrpc+tcp and msgpack+tcp have no headers)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Why credentials are refused on the stream schemes.
+const NO_CREDENTIALS_OVER_TCP: &str = "credentials are for HTTP upstreams only: jsonrpc+tcp and \
+     msgpack+tcp have no standard way to send them (put the upstream behind HTTP, or on a \
+     trusted network)";
+
+/// Headers `principal_header` may not name: rpcmux sets them itself, or they frame the
+/// request.
+const RESERVED_HEADERS: &[&str] = &[
+    "authorization",
+    "host",
+    "content-type",
+    "content-length",
+    "transfer-encoding",
+    "connection",
+    "user-agent",
+    "x-forwarded-for",
+    "proxy-authorization",
+];
+
+/// Whether `secret` can be sent: not empty, no control characters; a bearer token also
+/// no space and ASCII only (it goes into the header as it is). The message names the
+/// setting, never the secret.
+fn check_secret(secret: &str, token: bool) -> Result<(), &'static str> {
+    if secret.is_empty() {
+        return Err(match token {
+            true => "the token is empty",
+            false => "the password is empty",
+        });
+    }
+    let bad = |c: char| c.is_control() || (token && (c == ' ' || !c.is_ascii()));
+    if secret.chars().any(bad) {
+        return Err(match token {
+            true => {
+                "the token holds a character a header cannot carry (control, space or non-ASCII)"
+            }
+            false => "the password holds a control character",
+        });
+    }
+    Ok(())
+}
+
+/// `Basic base64(user:password)`.
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {b64}")
+}
+
+/// `url`'s authority part (between `://` and the path) and the rest.
+fn authority(url: &str) -> Option<(&str, &str, &str)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let end = rest.find('/').unwrap_or(rest.len());
+    Some((scheme, &rest[..end], &rest[end..]))
+}
+
+/// `url` without the credentials of its authority (`USER:PASSWORD@`): what logs,
+/// metrics and errors show. A text with an `@` it cannot place is shown as its scheme
+/// only.
+fn redacted(url: &str) -> String {
+    match authority(url) {
+        Some((scheme, auth, path)) => {
+            let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
+            // An '@' after the authority: a path's, or a password holding an unencoded
+            // '/'. Its authority then shows no port ("HOST:PORT" checks), so hide it all.
+            if path.contains('@') && !auth.contains('@') && !port_ok(host) {
+                return format!("{scheme}://…");
+            }
+            format!("{scheme}://{host}{path}")
+        }
+        None if url.contains('@') => "…".to_owned(),
+        None => url.to_owned(),
+    }
+}
+
+/// Whether `authority` ends in `:PORT` with a numeric port (outside an IPv6 literal).
+fn port_ok(authority: &str) -> bool {
+    authority
+        .rsplit_once(':')
+        .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok())
+}
+
+/// The user name and password in `url`'s authority (`USER:PASSWORD@HOST:PORT`),
+/// percent-decoded; `None` without. The error never holds them.
+fn userinfo(url: &str) -> Result<Option<(String, String)>, &'static str> {
+    let Some((_, auth, _)) = authority(url) else {
+        return Ok(None);
+    };
+    let Some((info, _)) = auth.rsplit_once('@') else {
+        return Ok(None);
+    };
+    let Some((user, password)) = info.split_once(':') else {
+        return Err("credentials in a url are USER:PASSWORD@ (percent-encoded)");
+    };
+    let (user, password) = match (percent_decode(user), percent_decode(password)) {
+        (Some(u), Some(p)) => (u, p),
+        _ => return Err("bad percent-encoding in a url's credentials"),
+    };
+    if user.is_empty() || user.contains(':') || user.chars().any(char::is_control) {
+        return Err("a url's user name must be non-empty, without ':' or control characters");
+    }
+    check_secret(&password, false)?;
+    Ok(Some((user, password)))
+}
+
+/// `%XX` escapes decoded; `None` for a bad escape or bytes that are not UTF-8.
+fn percent_decode(s: &str) -> Option<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
 }
 
 /// The protocol an upstream URL's scheme names.
@@ -231,9 +561,12 @@ pub struct UpstreamUrl {
 }
 
 impl UpstreamUrl {
-    /// Parse `SCHEME://HOST:PORT[/PATH]`.
+    /// Parse `SCHEME://[USER:PASSWORD@]HOST:PORT[/PATH]`; the credentials are left out
+    /// (see [`UpstreamConfig::authorization`]), and no error shows them.
     pub fn parse(url: &str) -> Result<UpstreamUrl, ConfigError> {
-        let bad = |why: &str| ConfigError::new("upstream", format!("upstream url {url:?}: {why}"));
+        let shown = redacted(url);
+        let bad =
+            |why: &str| ConfigError::new("upstream", format!("upstream url {shown:?}: {why}"));
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://HOST:PORT[/PATH]"))?;
@@ -252,6 +585,7 @@ impl UpstreamUrl {
             Some(i) => (&rest[..i], Some(&rest[i..])),
             None => (rest, None),
         };
+        let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
         let http = matches!(
             proto,
             UpstreamProto::XmlrpcHttp | UpstreamProto::JsonrpcHttp
@@ -260,10 +594,7 @@ impl UpstreamUrl {
             return Err(bad("a TCP upstream has no path"));
         }
         // The port follows the last ':' outside an IPv6 literal's brackets.
-        let has_port = authority
-            .rsplit_once(':')
-            .is_some_and(|(h, p)| !h.is_empty() && !p.is_empty() && !p.contains(']'));
-        if !has_port {
+        if !port_ok(authority) {
             return Err(bad("HOST:PORT needs a port"));
         }
         Ok(UpstreamUrl {
@@ -343,5 +674,142 @@ mod tests {
         assert_eq!(f.upstream[1].timeout(), Duration::from_millis(500));
         assert!(f.upstream[0].forwarded_for, "on by default");
         assert!(toml::from_str::<File>("[[upstream]]\nurl = \"a\"\nbogus = 1\n").is_err());
+    }
+
+    /// `USER:PASSWORD@` in a URL: percent-decoded, sent as Basic; shown nowhere.
+    #[test]
+    fn credentials_in_a_url_are_used_and_hidden() {
+        use base64::Engine;
+        let c = UpstreamConfig::from_flag(
+            "sv=xmlrpc+http://admin:s%40cr%3At@127.0.0.1:9001/RPC2,xmlrpc+http://127.0.0.1:9002/RPC2",
+        )
+        .unwrap();
+        let auth = c.authorization().unwrap();
+        let b64 = base64::engine::general_purpose::STANDARD.encode("admin:s@cr:t");
+        assert_eq!(auth, [Some(format!("Basic {b64}")), None]);
+        assert_eq!(c.check().unwrap()[0].addr, "127.0.0.1:9001");
+        assert_eq!(
+            c.urls_shown(),
+            [
+                "xmlrpc+http://127.0.0.1:9001/RPC2",
+                "xmlrpc+http://127.0.0.1:9002/RPC2"
+            ]
+        );
+        let debug = format!("{c:?}");
+        assert!(
+            !debug.contains("s%40cr") && !debug.contains("admin:"),
+            "{debug}"
+        );
+        // Unnamed, the upstream is called by its first URL, without the credentials.
+        let c = UpstreamConfig::from_flag("xmlrpc+http://u:hunter2@h:1/RPC2").unwrap();
+        assert_eq!(c.name(), "xmlrpc+http://h:1/RPC2");
+        // Bad URLs holding a password: the error does not show it.
+        for bad in [
+            "xmlrpc+http://u:hunter2@h/RPC2",
+            "xmlrpc+http://u:hun/ter2@h:1/RPC2",
+            "ftp://u:hunter2@h:1/",
+            "jsonrpc+tcp://u:hunter2@h:1",
+            "xmlrpc+http://u:hunter2%zz@h:1/",
+            "xmlrpc+http://hunter2@h:1/",
+        ] {
+            let e = UpstreamConfig::from_flag(bad).unwrap_err().to_string();
+            assert!(!e.contains("hunter2") && !e.contains("ter2"), "{bad}: {e}");
+        }
+        let e = UpstreamConfig::from_flag("p=msgpack+tcp://u:hunter2@h:1")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("upstream p: credentials are for HTTP upstreams only"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn credential_settings() {
+        #[derive(Deserialize)]
+        struct File {
+            upstream: Vec<UpstreamConfig>,
+        }
+        let dir =
+            std::env::temp_dir().join(format!("rpcmux-upstream-creds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (pw, tok) = (dir.join("pw"), dir.join("tok"));
+        std::fs::write(&pw, "hunter2\n").unwrap();
+        std::fs::write(&tok, "t0ken.abc\r\n").unwrap();
+        let one = |extra: &str| -> Result<UpstreamConfig, String> {
+            let text = format!(
+                "[[upstream]]\nurl = \"xmlrpc+http://h:1/RPC2\"\nprefix = \"sv\"\n{extra}\n"
+            );
+            let f: File = toml::from_str(&text).map_err(|e| e.to_string())?;
+            let c = f.upstream.into_iter().next().unwrap();
+            c.authorization().map_err(|e| e.to_string())?;
+            Ok(c)
+        };
+        use base64::Engine;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let c = one(&format!("username = \"admin\"\npassword_file = {:?}", pw)).unwrap();
+        assert_eq!(
+            c.authorization().unwrap(),
+            [Some(format!("Basic {}", b64("admin:hunter2")))]
+        );
+        assert!(c.reads_secret_files());
+        let c = one("username = \"admin\"\npassword = \"hunter2\"").unwrap();
+        assert!(!format!("{c:?}").contains("hunter2"), "{c:?}");
+        assert!(!c.reads_secret_files());
+        let c = one(&format!("token_file = {:?}", tok)).unwrap();
+        assert_eq!(
+            c.authorization().unwrap(),
+            [Some("Bearer t0ken.abc".into())]
+        );
+        let c = one("token = \"hunter2\"\nprincipal_header = \"X-Rpcmux-Principal\"").unwrap();
+        assert_eq!(c.authorization().unwrap(), [Some("Bearer hunter2".into())]);
+        assert!(!format!("{c:?}").contains("hunter2"));
+        for (extra, want) in [
+            ("username = \"a\"", "username needs password"),
+            ("password = \"hunter2\"", "a password needs a username"),
+            (
+                "username = \"a\"\npassword = \"hunter2\"\ntoken = \"hunter2\"",
+                "set one",
+            ),
+            (
+                "token = \"hunter2\"\ntoken_file = \"/x\"",
+                "token and token_file",
+            ),
+            ("token = \"hunt er2\"", "cannot carry"),
+            (
+                "username = \"a\"\npassword_file = \"/nonexistent/pw\"",
+                "cannot read password_file /nonexistent/pw",
+            ),
+            (
+                "principal_header = \"Authorization\"",
+                "a header rpcmux sets itself",
+            ),
+            ("principal_header = \"X Bad\"", "not an HTTP header name"),
+        ] {
+            let e = one(extra).unwrap_err();
+            assert!(
+                e.contains("upstream sv: ") && e.contains(want),
+                "{extra}: {e}"
+            );
+            assert!(!e.contains("hunter2"), "{e}");
+        }
+        // Credentials in the URL and in keys: refused, naming the upstream only.
+        let f: File = toml::from_str(
+            "[[upstream]]\nurl = \"xmlrpc+http://a:hunter2@h:1/RPC2\"\nusername = \"a\"\npassword = \"hunter2\"\n",
+        )
+        .unwrap();
+        let e = f.upstream[0].check().unwrap_err().to_string();
+        assert!(
+            e.contains("upstream xmlrpc+http://h:1/RPC2: credentials both in a url"),
+            "{e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
+        // Not over the stream schemes, nor a principal header.
+        let f: File = toml::from_str(
+            "[[upstream]]\nurl = \"jsonrpc+tcp://h:1\"\ntoken = \"x\"\n[[upstream]]\nurl = \"msgpack+tcp://h:1\"\nprincipal_header = \"x-p\"\n",
+        )
+        .unwrap();
+        assert!(f.upstream.iter().all(|c| c.check().is_err()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

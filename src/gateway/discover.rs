@@ -5,7 +5,7 @@
 //! Discovery calls go through [`Upstream::forward`], so they use the same pool,
 //! failover and timeout as the calls that follow.
 
-use crate::gateway::forward::Upstream;
+use crate::gateway::forward::{refused, Caller, Upstream};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{Params, RpcError, Value};
 
@@ -129,8 +129,15 @@ pub(super) async fn discover(
     strict: bool,
 ) -> Result<(Vec<Found>, Source), RpcError> {
     let listed = up
-        .forward("system.listMethods", Params::default(), None)
+        .forward("system.listMethods", Params::default(), Caller::default())
         .await;
+    // Refused credentials are a setting to fix, never a reason to fall back on the
+    // `methods` list.
+    if let Err(e) = listed.as_ref() {
+        if refused(e) {
+            return Err(e.clone());
+        }
+    }
     if let Ok(Value::Array(names)) = &listed {
         let names = usable_names(&up.name, names.iter().filter_map(Value::as_str));
         let deadline = tokio::time::Instant::now() + bounds::DESCRIBE_WITHIN;
@@ -169,7 +176,9 @@ pub(super) async fn discover(
         }
         return Ok((found, "system.listMethods"));
     }
-    let discovered = up.forward("rpc.discover", Params::default(), None).await;
+    let discovered = up
+        .forward("rpc.discover", Params::default(), Caller::default())
+        .await;
     let methods = discovered.as_ref().ok().and_then(|d| d.get("methods"));
     if let Some(Value::Array(methods)) = methods {
         let described: Vec<Found> = methods.iter().filter_map(openrpc_method).collect();
@@ -226,12 +235,18 @@ fn unanswered(e: &RpcError) -> bool {
 /// Python's "signatures not supported" string): the verb is served all the same.
 async fn describe(up: &Upstream, name: String) -> Found {
     let arg = || Params::Positional(vec![Value::from(name.as_str())]);
-    let help = match up.forward("system.methodHelp", arg(), None).await {
+    let help = match up
+        .forward("system.methodHelp", arg(), Caller::default())
+        .await
+    {
         Ok(Value::String(h)) => clean_help(&h),
         _ => String::new(),
     };
     // Python's SimpleXMLRPCServer answers the string "signatures not supported".
-    let signatures = match up.forward("system.methodSignature", arg(), None).await {
+    let signatures = match up
+        .forward("system.methodSignature", arg(), Caller::default())
+        .await
+    {
         Ok(Value::Array(sigs)) => signatures(&sigs),
         _ => None,
     };

@@ -11,7 +11,7 @@ use rpcmux_value::{Params, RpcError, Value};
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 
@@ -20,8 +20,12 @@ use tokio::sync::Semaphore;
 const DOWN_FOR: Duration = Duration::from_secs(5);
 
 pub(super) struct Endpoint {
+    /// Its URL as logs and metrics show it: without credentials.
     pub url: String,
     pub pool: Pool,
+    /// The `Authorization` header value sent with each call (HTTP only), when the
+    /// upstream has credentials; replaced when a secret file is read again.
+    authorization: RwLock<Option<Secret>>,
     /// When it last failed to connect; cleared when it answers.
     down_since: Mutex<Option<Instant>>,
     /// Whether its last health check failed (`health_interval`): calls try it only
@@ -29,7 +33,73 @@ pub(super) struct Endpoint {
     check_failed: AtomicBool,
 }
 
+/// A secret header value: its `Debug` never shows it.
+#[derive(Clone)]
+struct Secret(Arc<str>);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// Who a call is forwarded for: the client's address (`X-Forwarded-For`) and name
+/// (`principal_header`). Calls rpcmux makes itself (discovery) have neither.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Caller<'a> {
+    pub peer: Option<SocketAddr>,
+    pub name: Option<&'a str>,
+}
+
+/// The caller's name for `principal_header`: the verified TLS client name for now.
+pub(super) fn caller_name(ctx: &crate::verbs::CallContext) -> Option<Arc<str>> {
+    // TODO(auth): CallContext::principal()
+    ctx.peer_identity.clone()
+}
+
+/// Longest caller name sent in `principal_header`; a longer one is not sent.
+const MAX_PRINCIPAL: usize = 1024;
+
+/// `name` as a header value, if it can be one as it is: no control character (CR, LF,
+/// NUL, tab, DEL), not empty, not over [`MAX_PRINCIPAL`] bytes. Otherwise no header is
+/// sent (never a mangled name the upstream could mistake for another).
+fn header_value(name: &str) -> Option<&str> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_PRINCIPAL
+        && !name.chars().any(char::is_control)
+        && name.trim() == name;
+    ok.then_some(name)
+}
+
+/// Words the messages of a credentials refusal share ([`refused`]).
+const REFUSED_MARK: &str = "credentials (HTTP ";
+
+/// Whether `e` is an upstream refusing rpcmux's credentials (or asking for some): HTTP
+/// 401 or 403 without an RPC reply.
+pub(super) fn refused(e: &RpcError) -> bool {
+    e.code == ERR_UPSTREAM_BAD_REPLY && e.message.contains(REFUSED_MARK)
+}
+
+/// The status of a refusal: an HTTP 401 answer, or a 403 to a call that carried
+/// credentials, without an RPC reply in it. (A 403 to a call without credentials may be
+/// the upstream's own access rule: a bad reply like any other.)
+fn refusal_status(e: &rpcmux_client::ClientError, sent_credentials: bool) -> Option<&str> {
+    let rpcmux_client::ClientError::Protocol(why) = e else {
+        return None;
+    };
+    let status = why.strip_prefix("HTTP ")?;
+    let status = status.split_once(':').map_or(status, |(s, _)| s);
+    let refused = status.starts_with("401") || (sent_credentials && status.starts_with("403"));
+    refused.then_some(status)
+}
+
 impl Endpoint {
+    /// The `Authorization` header value for the next call, if any.
+    fn authorization(&self) -> Option<Secret> {
+        let a = self.authorization.read().unwrap_or_else(|e| e.into_inner());
+        a.clone()
+    }
+
     fn down(&self) -> bool {
         let d = self.down_since.lock().unwrap_or_else(|e| e.into_inner());
         d.is_some_and(|t| t.elapsed() < DOWN_FOR)
@@ -92,6 +162,8 @@ pub(super) struct Upstream {
     idempotent: HashSet<String>,
     all_idempotent: bool,
     forwarded_for: bool,
+    /// The header carrying the caller's name, lower case (`principal_header`).
+    principal_header: Option<String>,
     /// Whether the upstream listed `system.multicall` at its last discovery (and
     /// `multicall` is on in its settings): batches to it go as one multicall.
     multicall: AtomicBool,
@@ -102,11 +174,13 @@ impl Upstream {
     /// Check `c` and set up its pools (no connection is opened yet).
     pub fn new(c: &UpstreamConfig) -> Result<Upstream, crate::config::ConfigError> {
         let urls = c.check()?;
+        let authorization = c.authorization()?;
         let timeout = c.timeout();
         let endpoints = urls
             .iter()
-            .zip(&c.url)
-            .map(|(u, text)| {
+            .zip(c.urls_shown())
+            .zip(authorization)
+            .map(|((u, text), auth)| {
                 let proto = match u.proto {
                     UpstreamProto::XmlrpcHttp => ClientProto::Xmlrpc,
                     UpstreamProto::JsonrpcHttp => ClientProto::Jsonrpc,
@@ -127,8 +201,9 @@ impl Upstream {
                     .connections
                     .unwrap_or(if proto.pipelines() { 2 } else { 8 });
                 Endpoint {
-                    url: text.clone(),
+                    url: text,
                     pool: Pool::new(proto, u.addr.clone(), opts, n),
+                    authorization: RwLock::new(auth.map(|a| Secret(a.into()))),
                     down_since: Mutex::new(None),
                     check_failed: AtomicBool::new(false),
                 }
@@ -150,10 +225,34 @@ impl Upstream {
             all_idempotent: c.idempotent.iter().any(|m| m == "*"),
             idempotent: c.idempotent.iter().cloned().collect(),
             forwarded_for: c.forwarded_for,
+            principal_header: c.principal_header.as_ref().map(|h| h.to_ascii_lowercase()),
             multicall: AtomicBool::new(false),
+            // A multicall is sent without a caller (BatchTarget has its address only),
+            // so an upstream told the caller's name gets each call on its own.
             multicall_allowed: c.multicall
+                && c.principal_header.is_none()
                 && urls.iter().all(|u| u.proto == UpstreamProto::XmlrpcHttp),
         })
+    }
+
+    /// Read the secret files of `c` (this upstream's settings) again, at a refresh: a
+    /// rotated password or token is used from the next call on. A file that cannot be
+    /// read keeps the secret read before (logged, without it).
+    pub fn reload_secrets(&self, c: &UpstreamConfig) {
+        if !c.reads_secret_files() {
+            return;
+        }
+        match c.authorization() {
+            Ok(auth) => {
+                for (e, a) in self.endpoints.iter().zip(auth) {
+                    let mut slot = e.authorization.write().unwrap_or_else(|e| e.into_inner());
+                    *slot = a.map(|a| Secret(a.into()));
+                }
+            }
+            Err(err) => {
+                tracing::warn!(upstream = %self.name, error = %err, "cannot read the upstream's secret again: the one read before is kept")
+            }
+        }
     }
 
     /// Record whether the upstream lists `system.multicall` (at each discovery).
@@ -167,17 +266,17 @@ impl Upstream {
         self.multicall.load(Ordering::Relaxed)
     }
 
-    /// Call `method` (its name on the upstream) for a caller at `peer`. The upstream's
-    /// own error replies come back as they are (code, message, data); failures to get
-    /// one are -32010..-32013.
+    /// Call `method` (its name on the upstream) for `caller`. The upstream's own error
+    /// replies come back as they are (code, message, data); failures to get one are
+    /// -32010..-32013.
     pub async fn forward(
         &self,
         method: &str,
         params: Params,
-        peer: Option<SocketAddr>,
+        caller: Caller<'_>,
     ) -> Result<Value, RpcError> {
         let retry = self.idempotent(method);
-        self.forward_as(method, params, peer, retry).await
+        self.forward_as(method, params, caller, retry).await
     }
 
     /// Whether `method` (its name on the upstream) is safe to run twice.
@@ -191,7 +290,7 @@ impl Upstream {
         &self,
         method: &str,
         params: Params,
-        peer: Option<SocketAddr>,
+        caller: Caller<'_>,
         retry: bool,
     ) -> Result<Value, RpcError> {
         if matches!(params, Params::Named(_)) && !self.named_params {
@@ -209,14 +308,23 @@ impl Upstream {
                 ),
             ));
         };
-        let ip = peer
+        let ip = caller
+            .peer
             .filter(|_| self.forwarded_for)
             .map(|p| p.ip().to_string());
-        let headers: &[(&str, &str)] = match &ip {
-            Some(ip) => &[("x-forwarded-for", ip.as_str())],
-            None => &[],
-        };
-        let call = self.attempt(method, &params, headers, retry);
+        let mut headers: Vec<(&str, &str)> = Vec::with_capacity(3);
+        if let Some(ip) = &ip {
+            headers.push(("x-forwarded-for", ip.as_str()));
+        }
+        if let (Some(h), Some(name)) = (&self.principal_header, caller.name) {
+            match header_value(name) {
+                Some(v) => headers.push((h.as_str(), v)),
+                None => {
+                    tracing::debug!(upstream = %self.name, "caller's name not sent: not a valid header value")
+                }
+            }
+        }
+        let call = self.attempt(method, &params, &headers, retry);
         match tokio::time::timeout(self.timeout, call).await {
             Ok(r) => r,
             Err(_) => Err(self.timed_out(method)),
@@ -252,6 +360,16 @@ impl Upstream {
         }
         let mut why = Vec::new();
         for e in order {
+            let auth = e.authorization();
+            let mut with_auth;
+            let headers = match &auth {
+                Some(a) => {
+                    with_auth = headers.to_vec();
+                    with_auth.push(("authorization", &a.0));
+                    &with_auth[..]
+                }
+                None => headers,
+            };
             match e.pool.call(method, params, headers).await {
                 Ok(reply) => {
                     e.mark(&self.name, false, &"");
@@ -275,6 +393,21 @@ impl Upstream {
                         self.name
                     )))
                 }
+                Err(Failure::Bad(err)) if refusal_status(&err, auth.is_some()).is_some() => {
+                    let status = refusal_status(&err, auth.is_some()).unwrap_or_default();
+                    let message = match auth {
+                        Some(_) => format!(
+                            "upstream {} ({}) refused our credentials (HTTP {status})",
+                            self.name, e.url
+                        ),
+                        None => format!(
+                            "upstream {} ({}) asks for credentials (HTTP {status}): set \
+                             username and password, or token, in its [[upstream]] table",
+                            self.name, e.url
+                        ),
+                    };
+                    return Err(RpcError::new(ERR_UPSTREAM_BAD_REPLY, message));
+                }
                 Err(Failure::Bad(err)) => {
                     return Err(RpcError::new(
                         ERR_UPSTREAM_BAD_REPLY,
@@ -287,5 +420,45 @@ impl Upstream {
             ERR_UPSTREAM_UNREACHABLE,
             format!("upstream {} unreachable: {}", self.name, why.join("; ")),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcmux_client::ClientError;
+
+    #[test]
+    fn refusals_and_caller_names() {
+        let e = |s: &str| ClientError::Protocol(s.into());
+        let unauthorized = e("HTTP 401 Unauthorized: <html>");
+        assert_eq!(
+            refusal_status(&unauthorized, false),
+            Some("401 Unauthorized")
+        );
+        let forbidden = e("HTTP 403 Forbidden: no");
+        assert_eq!(refusal_status(&forbidden, true), Some("403 Forbidden"));
+        assert_eq!(refusal_status(&forbidden, false), None, "an access rule");
+        assert_eq!(refusal_status(&e("HTTP 404 Not Found: x"), true), None);
+        assert_eq!(refusal_status(&e("bad XML"), true), None);
+        assert_eq!(
+            refusal_status(&ClientError::Connect("HTTP 401".into()), true),
+            None
+        );
+
+        assert_eq!(header_value("agent-7"), Some("agent-7"));
+        assert_eq!(header_value("José García"), Some("José García"));
+        for bad in [
+            "",
+            "a\r\nX-Admin: 1",
+            "a\nb",
+            "a\tb",
+            "a\0",
+            " pad",
+            &"x".repeat(MAX_PRINCIPAL + 1),
+        ] {
+            assert_eq!(header_value(bad), None, "{bad:?}");
+        }
+        assert!(format!("{:?}", Secret("Basic c2VjcmV0".into())) == "<redacted>");
     }
 }

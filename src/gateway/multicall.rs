@@ -9,7 +9,7 @@
 //! a lost connection only if every member's verb is listed as idempotent.
 
 use crate::codes::ERR_UPSTREAM_BAD_REPLY;
-use crate::gateway::forward::Upstream;
+use crate::gateway::forward::{Caller, Upstream};
 use crate::verbs::BatchTarget;
 use futures_util::future::BoxFuture;
 use rpcmux_value::{vstruct, Params, RpcError, Value};
@@ -61,7 +61,9 @@ async fn call_many(
         0 => Ok(Value::Array(Vec::new())),
         _ => {
             let params = Params::Positional(vec![Value::Array(sent)]);
-            up.forward_as("system.multicall", params, peer, retry).await
+            let caller = Caller { peer, name: None };
+            up.forward_as("system.multicall", params, caller, retry)
+                .await
         }
     };
     let mut answers = match reply {

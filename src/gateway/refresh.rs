@@ -10,7 +10,7 @@
 use crate::config::UpstreamConfig;
 use crate::gateway::discover::{self, Found};
 use crate::gateway::error::GatewayError;
-use crate::gateway::forward::Upstream;
+use crate::gateway::forward::{caller_name, refused, Caller, Upstream};
 use crate::verbs::{BatchTarget, UpstreamVerbs, Verb, VerbSet, VerbTable};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +47,12 @@ pub(super) struct Served {
 /// Why an upstream's verbs could not be learned at startup. One that is down says so,
 /// naming its URL once; the `methods` hint is for one that answers but cannot list them.
 fn startup_failure(name: &str, e: &rpcmux_value::RpcError) -> String {
+    if refused(e) {
+        return format!(
+            "{}; its verbs are learned at startup, so rpcmux cannot start without them",
+            e.message
+        );
+    }
     if e.code != crate::codes::ERR_UPSTREAM_UNREACHABLE {
         return format!(
             "upstream {name}: cannot learn its verbs: {} ({}); an upstream that cannot \
@@ -132,6 +138,7 @@ impl UpstreamRefresher {
         let inner = &self.inner;
         let s = &inner.upstreams[i];
         let mut sets = inner.sets.lock().await;
+        s.up.reload_secrets(&s.config);
         let found = match discover::discover(&s.up, &s.config.methods, true).await {
             Ok((found, _)) => found,
             Err(e) => {
@@ -270,7 +277,14 @@ fn build(
         let up = up.clone();
         let registered = b.passthrough(move |params, ctx| {
             let (up, name) = (up.clone(), name.clone());
-            async move { up.forward(&name, params, ctx.peer).await }
+            async move {
+                let who = caller_name(&ctx);
+                let caller = Caller {
+                    peer: ctx.peer,
+                    name: who.as_deref(),
+                };
+                up.forward(&name, params, caller).await
+            }
         });
         // An upstream that lists a name twice: its first entry is served.
         if let Err(e) = registered {

@@ -10,6 +10,7 @@
 mod common;
 mod support;
 
+mod credentials;
 mod multicall;
 mod peers;
 mod refresh;

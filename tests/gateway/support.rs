@@ -58,6 +58,20 @@ impl PyUpstream {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/python")
             .join(script);
+        Self::run(py, path, args)
+    }
+
+    /// tests/gateway/token_upstream.py (the standard library only, so `python3`):
+    /// XML-RPC that answers HTTP 401 unless the request has `Authorization: Bearer
+    /// TOKEN`, and tells the `X-Rpcmux-Principal` header it got (`principal`).
+    pub fn with_token(token: &str) -> PyUpstream {
+        let path =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/gateway/token_upstream.py");
+        Self::run(PathBuf::from("python3"), path, &[token])
+    }
+
+    fn run(py: PathBuf, path: PathBuf, args: &[&str]) -> PyUpstream {
+        let script = path.display().to_string();
         let mut child = Command::new(py)
             .arg(path)
             .args(args)
@@ -116,14 +130,23 @@ pub struct Supervisord {
 
 impl Supervisord {
     pub fn start() -> Supervisord {
+        Self::start_with(None)
+    }
+
+    /// With `[inet_http_server] username=... password=...` when `auth` is given: every
+    /// request then needs HTTP Basic authentication, else 401.
+    pub fn start_with(auth: Option<(&str, &str)>) -> Supervisord {
         let dir = temp_dir("supervisord");
         let port = free_port();
         let conf = dir.join("supervisord.conf");
         let d = dir.display();
+        let auth = auth
+            .map(|(u, p)| format!("username={u}\npassword={p}\n"))
+            .unwrap_or_default();
         std::fs::write(
             &conf,
             format!(
-                "[inet_http_server]\nport=127.0.0.1:{port}\n\n\
+                "[inet_http_server]\nport=127.0.0.1:{port}\n{auth}\n\
                  [supervisord]\nnodaemon=true\nlogfile={d}/supervisord.log\npidfile={d}/supervisord.pid\nchildlogdir={d}\n\n\
                  [rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n\n\
                  [supervisorctl]\nserverurl=http://127.0.0.1:{port}\n\n\
