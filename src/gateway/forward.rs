@@ -51,10 +51,10 @@ pub(super) struct Caller<'a> {
     pub name: Option<&'a str>,
 }
 
-/// The caller's name for `principal_header`: the verified TLS client name for now.
+/// The caller's name for `principal_header`: its principal (`--auth`), else the
+/// verified TLS client name.
 pub(super) fn caller_name(ctx: &crate::verbs::CallContext) -> Option<Arc<str>> {
-    // TODO(auth): CallContext::principal()
-    ctx.peer_identity.clone()
+    ctx.principal()
 }
 
 /// Longest caller name sent in `principal_header`; a longer one is not sent.
