@@ -94,6 +94,7 @@ mod tests {
         "tls_key",
         "tls_client_ca",
         "proxy_from",
+        "auth",
         "upstreams",
         "allow_origin",
         "allow_host",
