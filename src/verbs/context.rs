@@ -69,6 +69,15 @@ impl CallContext {
         }
     }
 
+    /// The address failed logins are throttled by: the client's, or the unspecified
+    /// address for a call that came with none (an embedder's own transport).
+    pub(crate) fn source_ip(&self) -> std::net::IpAddr {
+        self.peer
+            .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| {
+                p.ip().to_canonical()
+            })
+    }
+
     /// A context for calling a table directly (tests, embedders' own transports):
     /// no peer, no session.
     pub fn new(protocol: &'static str, events: Arc<EventHub>) -> Self {

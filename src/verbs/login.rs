@@ -9,7 +9,7 @@ use crate::verbs::RegisterError;
 use crate::verbs::{Args, CallContext, Observer, VerbTable};
 use rpcmux_auth::{Auth, Credentials, Failure, Principal};
 use rpcmux_value::{RpcError, Value};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::IpAddr;
 
 impl VerbTable {
     /// Verify `credentials` from `source` against `auth`: the outcome is counted
@@ -31,37 +31,35 @@ async fn verify(
     credentials: &Credentials,
     source: IpAddr,
 ) -> Result<Principal, Failure> {
-    {
-        let r = auth.login(credentials, source).await;
-        let via = match (&r, credentials) {
-            (Ok(p), _) => p.via().label(),
-            (Err(_), Credentials::Password { .. }) => "password",
-            (Err(_), Credentials::Token(_)) => "token",
-        };
-        let outcome = match &r {
-            Ok(_) => "ok",
-            Err(f) => f.label(),
-        };
-        if let Some(m) = observer.and_then(|o| o.metrics.as_ref()) {
-            m.logins
-                .get_or_create(&crate::observe::metrics::LoginLabels { via, outcome })
-                .inc();
-        }
-        let user = match credentials {
-            Credentials::Password { user, .. } => Some(user.chars().take(64).collect::<String>()),
-            Credentials::Token(_) => None,
-        };
-        match &r {
-            Ok(p) => tracing::debug!(%source, principal = p.name(), via, "logged in"),
-            Err(f) => {
-                if let Failure::Rejected { detail } = f {
-                    tracing::debug!(%source, user, via, detail, "credentials rejected");
-                }
-                tracing::info!(%source, user, via, outcome, "login failed");
-            }
-        }
-        r
+    let r = auth.login(credentials, source).await;
+    let via = match (&r, credentials) {
+        (Ok(p), _) => p.via().label(),
+        (Err(_), Credentials::Password { .. }) => "password",
+        (Err(_), Credentials::Token(_)) => "token",
+    };
+    let outcome = match &r {
+        Ok(_) => "ok",
+        Err(f) => f.label(),
+    };
+    if let Some(m) = observer.and_then(|o| o.metrics.as_ref()) {
+        m.logins
+            .get_or_create(&crate::observe::metrics::LoginLabels { via, outcome })
+            .inc();
     }
+    let user = match credentials {
+        Credentials::Password { user, .. } => Some(user.chars().take(64).collect::<String>()),
+        Credentials::Token(_) => None,
+    };
+    match &r {
+        Ok(p) => tracing::debug!(%source, principal = p.name(), via, "logged in"),
+        Err(f) => {
+            if let Failure::Rejected { detail } = f {
+                tracing::debug!(%source, user, via, detail, "credentials rejected");
+            }
+            tracing::info!(%source, user, via, outcome, "login failed");
+        }
+    }
+    r
 }
 
 /// Register `rpc.login` (with authentication on: [`crate::Server`] does).
@@ -98,9 +96,7 @@ fn login(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
         Ok(c) => c,
         Err(e) => return ready(Err(e)),
     };
-    let source = ctx
-        .peer
-        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.ip().to_canonical());
+    let source = ctx.source_ip();
     // The verification runs off the async workers (rpcmux-auth); the table is needed
     // only to count it, so the future takes what it needs now.
     let observer = t.observer.clone();

@@ -196,12 +196,7 @@ impl Stomp {
                 Some(credentials) => {
                     // Verified off the async workers; CONNECTED (or ERROR) follows.
                     let verbs = self.shared.verbs.clone();
-                    let source = self
-                        .ctx
-                        .peer
-                        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| {
-                            p.ip().to_canonical()
-                        });
+                    let source = self.ctx.source_ip();
                     calls.start(0, async move {
                         Done::Login(verbs.login(caller.auth(), &credentials, source).await)
                     });
