@@ -5,14 +5,10 @@
 //! `429`, too many verifications waiting `503`, each with `Retry-After`.
 
 use crate::conn::{Caller, ConnInfo};
-use crate::http::reply::ReplyBody;
+use crate::http::reply::{text, ReplyBody};
 use crate::shared::Shared;
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::header::{
-    HeaderMap, HeaderValue, AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE,
-};
+use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Response, StatusCode};
 use rpcmux_auth::{Credentials, Failure, Principal};
 use std::net::IpAddr;
@@ -148,18 +144,6 @@ fn retry(status: StatusCode, why: &Failure, secs: u64) -> Box<Response<ReplyBody
     let mut r = text(status, &format!("{why}\n"));
     r.headers_mut().insert(RETRY_AFTER, HeaderValue::from(secs));
     Box::new(r)
-}
-
-fn text(status: StatusCode, body: &str) -> Response<ReplyBody> {
-    let mut r = Response::new(ReplyBody::from(Full::new(Bytes::copy_from_slice(
-        body.as_bytes(),
-    ))));
-    *r.status_mut() = status;
-    r.headers_mut().insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    r
 }
 
 #[cfg(test)]

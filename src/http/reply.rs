@@ -12,6 +12,8 @@ use crate::conn::budget::{Budget, Charge};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::{Body, Frame, SizeHint};
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Response, StatusCode};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -98,6 +100,29 @@ impl AsRef<[u8]> for ChargedSlice {
     fn as_ref(&self) -> &[u8] {
         &self.bytes
     }
+}
+
+/// A plain-text reply.
+pub(crate) fn text(status: StatusCode, body: &str) -> Response<ReplyBody> {
+    with_type(
+        status,
+        Bytes::copy_from_slice(body.as_bytes()),
+        "text/plain; charset=utf-8",
+    )
+}
+
+/// A reply of `ctype` holding `body`, not charged to the output budget (small
+/// answers the server writes itself).
+pub(crate) fn with_type(
+    status: StatusCode,
+    body: Bytes,
+    ctype: &'static str,
+) -> Response<ReplyBody> {
+    let mut r = Response::new(ReplyBody::from(Full::new(body)));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
+    r
 }
 
 #[cfg(test)]

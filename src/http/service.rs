@@ -11,14 +11,13 @@ use crate::http::auth::{authenticate, Memo};
 use crate::http::body::{self, BodyError, BodyLimits};
 use crate::http::encoding;
 use crate::http::origin::{self, Verdict};
-use crate::http::reply::ReplyBody;
+use crate::http::reply::{text, with_type, ReplyBody};
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::offload;
 use crate::shared::Shared;
 use crate::stream::websocket::{handshake, Subprotocol};
 use bytes::Bytes;
 use bytes::BytesMut;
-use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{
     HeaderValue, ACCEPT_ENCODING, ALLOW, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH,
@@ -617,20 +616,4 @@ fn json(status: StatusCode, body: Vec<u8>) -> Reply {
 fn line(mut body: Vec<u8>) -> Vec<u8> {
     body.push(b'\n');
     body
-}
-
-fn text(status: StatusCode, body: &str) -> Reply {
-    with_type(
-        status,
-        Bytes::copy_from_slice(body.as_bytes()),
-        "text/plain; charset=utf-8",
-    )
-}
-
-fn with_type(status: StatusCode, body: Bytes, ctype: &'static str) -> Reply {
-    let mut r = Response::new(ReplyBody::from(Full::new(body)));
-    *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(ctype));
-    r
 }
