@@ -110,6 +110,11 @@ pub struct ServeArgs {
     /// anonymous, JWT keys; see docs/auth.md). Reloaded on SIGHUP.
     #[arg(long, value_name = "FILE")]
     auth: Option<PathBuf>,
+    /// Take the client-certificate name a trusted PROXY v2 peer (--proxy-from) passes
+    /// in its SSL TLV (HAProxy `send-proxy-v2-ssl-cn`) as the caller's principal, when
+    /// the proxy verified the certificate.
+    #[arg(long)]
+    proxy_cert_names: bool,
     /// Network (CIDR) allowed to send a PROXY v1/v2 header first, i.e. your load
     /// balancers (repeatable). From anywhere else a PROXY header is refused.
     #[arg(long = "proxy-from", value_name = "CIDR")]
@@ -318,6 +323,7 @@ impl ServeArgs {
             c.proxy_from = self.proxy_from;
         }
         c.auth.file = self.auth.or(c.auth.file.take());
+        c.auth.proxy_cert_names |= self.proxy_cert_names;
         c.events.url = self.events.or(c.events.url.take());
         if let Some(ch) = self.events_channel {
             c.events.channel = ch;
@@ -352,6 +358,12 @@ impl ServeArgs {
         );
         self.ops.apply(&mut c.ops);
         self.web.apply(&mut c);
+        if c.auth.proxy_cert_names && c.proxy_from.is_empty() {
+            // Names from a PROXY header are believed only from a trusted balancer.
+            return Err("proxy_cert_names (--proxy-cert-names) needs proxy_from \
+                        (--proxy-from CIDR): the balancers whose headers are believed"
+                .to_owned());
+        }
         Ok((c, explicit_listen))
     }
 }

@@ -69,6 +69,7 @@ pub(crate) async fn handle(
                     rewound,
                     &mut info,
                     shared.config.limits.sniff_timeout(),
+                    shared.config.auth.proxy_cert_names,
                     &shared.shutdown,
                     &shared.refusals,
                 ))

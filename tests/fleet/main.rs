@@ -10,3 +10,4 @@ mod common;
 
 mod events_redis;
 mod haproxy;
+mod haproxy_identity;

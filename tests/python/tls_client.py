@@ -12,6 +12,7 @@ Prints one JSON document on stdout (what the Rust test checks). Commands:
   msgpack     aio-msgpack-rpc over an asyncio TLS connection: echo, whoami
   stomp       stomp.py (Connection12, set_ssl) JSON-RPC over STOMP in TLS: whoami
   refused     expect the server to refuse this client (handshake or first read fails)
+  call M      one JSON-RPC call of M (no params) over raw TCP inside TLS: the whole reply
 --proxy-v1/--proxy-v2 send a PROXY header naming IP:PORT as the client, in plaintext,
 before the TLS handshake (what HAProxy does with `send-proxy` in front of TLS).
 """
@@ -201,6 +202,14 @@ def stomp_rpc():
     return {"whoami": got[1]}
 
 
+def call(method):
+    s = tls_socket()
+    s.sendall(json.dumps(rpc(method)).encode() + b"\n")
+    reply = json.loads(s.makefile("rb").readline())
+    s.close()
+    return reply
+
+
 def refused():
     try:
         s = tls_socket()
@@ -214,6 +223,6 @@ def refused():
 
 
 commands = {"https": https, "tcp": tcp, "xmlrpc": xml, "msgpack": msgpack, "stomp": stomp_rpc,
-            "refused": refused,
+            "refused": refused, "call": lambda: call(a.arg),
             "echo-big": lambda: echo_big(int(a.arg))}
 print(json.dumps(commands[a.command]()))

@@ -39,12 +39,15 @@ impl Trusted {
 }
 
 /// Read the header at the front of `io` (a trusted peer's connection), take the client
-/// address from it into `info`, and return the rest of the stream. A malformed header,
+/// address from it into `info` (and, with `cert_names`, the name of the client
+/// certificate the proxy verified, as `peer_identity`), and return the rest of the
+/// stream. A malformed header,
 /// or one not complete by the sniff deadline, is logged and gives `None` (close).
 pub(crate) async fn read_header<S: Stream>(
     io: Rewind<S>,
     info: &mut ConnInfo,
     deadline: Duration,
+    cert_names: bool,
     shutdown: &CancellationToken,
     refusals: &Refusals,
 ) -> Option<Rewind<S>> {
@@ -83,13 +86,26 @@ pub(crate) async fn read_header<S: Stream>(
             return None;
         }
     };
+    if cert_names {
+        let ssl = h.ssl(&buf);
+        if let Some(cn) = ssl.as_ref().and_then(|s| s.verified_cn()) {
+            info.peer_identity = Some(cn.into());
+        }
+    }
     buf.advance(h.len);
     let proxy = info.peer;
     if let Some(client) = h.source {
         info.peer = client;
     }
     info.stage = Stage::Proxied;
-    tracing::debug!(peer = %info.peer, %proxy, conn = info.id, version = h.version, "PROXY header accepted");
+    tracing::debug!(
+        peer = %info.peer,
+        %proxy,
+        conn = info.id,
+        version = h.version,
+        identity = info.peer_identity.as_deref(),
+        "PROXY header accepted"
+    );
     Some(Rewind::new(buf.freeze(), inner))
 }
 
