@@ -9,7 +9,7 @@ use crate::common::{http_post, run_py, Server};
 
 /// A credentials file: anonymous may ping; alice (password "wonderland") is an operator
 /// (VM.*, Host.*, echo, subscribe; not VM.destroy) and sees |virt| events.
-fn credentials(dir: &std::path::Path) -> std::path::PathBuf {
+pub(crate) fn credentials(dir: &std::path::Path) -> std::path::PathBuf {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
         .arg("passwd")
         .stdin(std::process::Stdio::piped())
@@ -45,7 +45,7 @@ events = ["|virt|*"]
 }
 
 /// A fresh directory for one test's files.
-fn scratch(name: &str) -> std::path::PathBuf {
+pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("rpcmux-auth-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
