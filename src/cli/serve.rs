@@ -125,8 +125,10 @@ pub struct ServeArgs {
     /// the +https forms need tls_ca, set in an [[upstream]] table of the config file);
     /// commas separate addresses of one server, tried in order. Its verbs are served as
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
-    #[arg(long = "upstream", value_name = "[PREFIX=]URL", value_parser = rpcmux::config::UpstreamConfig::from_flag)]
-    upstreams: Vec<rpcmux::config::UpstreamConfig>,
+    // Parsed in `into_config`, not by clap: clap's error would echo the value, and a
+    // URL may hold a password.
+    #[arg(long = "upstream", value_name = "[PREFIX=]URL")]
+    upstreams: Vec<String>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
     /// (see docs/fleet.md).
     #[arg(long = "events", value_name = "URL")]
@@ -329,7 +331,11 @@ impl ServeArgs {
             c.events.channel = ch;
         }
         // Flags add to the file's upstreams rather than replace them: each names a server.
-        c.upstream.extend(self.upstreams);
+        for spec in &self.upstreams {
+            let u = rpcmux::config::UpstreamConfig::from_flag(spec)
+                .map_err(|e| format!("--upstream: {e}"))?;
+            c.upstream.push(u);
+        }
         let l = &mut c.limits;
         macro_rules! set {
             ($($f:ident),*) => {$( if let Some(v) = self.$f { l.$f = v; } )*};

@@ -300,3 +300,23 @@ async fn a_bearer_token_and_the_callers_name() {
     );
     assert!(!err.contains(token), "{err}");
 }
+
+/// A malformed `--upstream` holding a password is a usage error (exit 2) that shows the
+/// URL without it: clap would echo the whole value, so the flag is parsed after clap.
+#[test]
+fn a_malformed_upstream_flag_never_echoes_its_password() {
+    for spec in [
+        "sv=xmlrpc+htp://admin:Wr0ng-pw@127.0.0.1:1/RPC2",
+        "xmlrpc+http://admin:Wr0ng-pw@127.0.0.1:1/RPC2,bogus",
+        "bad prefix=xmlrpc+http://admin:Wr0ng-pw@127.0.0.1:1/RPC2",
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--upstream", spec])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{spec}: {err}");
+        assert!(err.contains("--upstream"), "{spec}: {err}");
+        assert!(!err.contains("Wr0ng"), "{spec}: {err}");
+    }
+}
