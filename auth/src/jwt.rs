@@ -9,8 +9,8 @@
 
 use crate::PolicyError;
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
-use serde::Deserialize;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -41,6 +41,23 @@ pub(crate) struct JwtConfig {
 pub(crate) struct JwtKey {
     key: DecodingKey,
     validation: Validation,
+    /// The HS256 secret as a signing key, to mint tokens this server accepts
+    /// (`rpcmux token`); `None` for a public key (its private half is the issuer's).
+    signing: Option<EncodingKey>,
+    audience: Option<String>,
+    issuer: Option<String>,
+}
+
+/// The claims of a minted token.
+#[derive(Serialize)]
+struct Minted<'a> {
+    sub: &'a str,
+    iat: u64,
+    exp: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    aud: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    iss: Option<&'a str>,
 }
 
 /// The claims a principal is made of (the rest are checked by `Validation`). Optional
@@ -56,6 +73,7 @@ impl JwtKey {
     /// Load the key `config` names (relative to `base`); errors name the file, never
     /// its content.
     pub(crate) fn load(config: &JwtConfig, base: &Path, origin: &str) -> Result<Self, PolicyError> {
+        let mut signing = None;
         let (key, mut validation) = match (&config.hs256_secret_file, &config.public_key_file) {
             (Some(file), None) => {
                 let place = format!("jwt.hs256_secret_file ({})", file.display());
@@ -64,6 +82,7 @@ impl JwtKey {
                     parse_hex_secret(&text).map_err(|why| PolicyError::at(origin, &place, why))?;
                 let key = DecodingKey::from_secret(&secret)
                     .map_err(|_| PolicyError::at(origin, &place, "unusable secret"))?;
+                signing = EncodingKey::from_secret(&secret).ok();
                 (key, Validation::new(Algorithm::HS256))
             }
             (None, Some(file)) => {
@@ -119,7 +138,38 @@ impl JwtKey {
             required.push("iss");
         }
         validation.set_required_spec_claims(&required);
-        Ok(JwtKey { key, validation })
+        Ok(JwtKey {
+            key,
+            validation,
+            signing,
+            audience: config.audience.clone(),
+            issuer: config.issuer.clone(),
+        })
+    }
+
+    /// An HS256 token for `sub`, valid from now for `ttl`, with the audience and issuer
+    /// this key checks: what `rpcmux token` prints.
+    pub(crate) fn mint(&self, sub: &str, ttl: Duration) -> Result<String, &'static str> {
+        let key = self
+            .signing
+            .as_ref()
+            .ok_or("[jwt] names a public key: tokens come from whoever holds its private key")?;
+        if sub.is_empty() {
+            return Err("an empty sub names nobody");
+        }
+        let iat = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_err(|_| "the clock is before 1970")?
+            .as_secs();
+        let claims = Minted {
+            sub,
+            iat,
+            exp: iat.saturating_add(ttl.as_secs()),
+            aud: self.audience.as_deref(),
+            iss: self.issuer.as_deref(),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, key)
+            .map_err(|_| "cannot sign the token")
     }
 
     /// Check `token`: the principal's name (`sub`) and when it stops holding (`exp`

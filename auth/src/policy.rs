@@ -120,6 +120,16 @@ impl Policy {
         Self::parse(&text, base, &origin)
     }
 
+    /// An HS256 token for `sub` that this file's `[jwt]` accepts for `ttl` from now
+    /// (with its `audience` and `issuer`), for `rpcmux token`. An error when there is
+    /// no `[jwt]` or it names a public key.
+    pub fn mint_token(&self, sub: &str, ttl: std::time::Duration) -> Result<String, &'static str> {
+        self.jwt
+            .as_ref()
+            .ok_or("no [jwt] section: tokens are not accepted")?
+            .mint(sub, ttl)
+    }
+
     /// Whether a user of this name is in the file.
     pub fn has_user(&self, name: &str) -> bool {
         self.users.contains_key(name)

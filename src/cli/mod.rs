@@ -1,4 +1,4 @@
-//! `rpcmux serve`, `call` and `bench`.
+//! `rpcmux serve`, `call`, `bench`, and the credential helpers `passwd` and `token`.
 
 mod alloc;
 mod bench;
@@ -9,6 +9,7 @@ mod passwd;
 mod serve;
 mod target;
 mod tls_args;
+mod token;
 mod web_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -53,6 +54,10 @@ enum Command {
     /// (`password = "..."`, docs/auth.md).
     #[command(after_help = "Example: echo 'correct horse' | rpcmux passwd")]
     Passwd(passwd::PasswdArgs),
+    /// Print an HS256 token (JWT) that the credentials file's `[jwt]
+    /// hs256_secret_file` accepts, naming a principal (docs/auth.md).
+    #[command(after_help = "Example: rpcmux token --auth credentials.toml --sub alice --ttl 600")]
+    Token(token::TokenArgs),
 }
 
 /// The command line with the `serve` defaults written into its help.
@@ -80,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::Call(args) => call::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Passwd(args) => passwd::run(args),
+        Command::Token(args) => token::run(args),
     }
 }
 

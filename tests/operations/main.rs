@@ -10,6 +10,7 @@ mod common;
 
 mod auth;
 mod auth_metrics;
+mod auth_token;
 mod metrics;
 mod systemd;
 mod tls_proxy;

@@ -300,3 +300,33 @@ async fn bad_tokens_count_toward_the_throttle() {
     let r = login(&auth, secret_token(claims())).await;
     assert!(matches!(r, Err(Failure::Throttled { .. })), "{r:?}");
 }
+
+/// `rpcmux token`'s tokens: accepted by the same `[jwt]`, audience and issuer included;
+/// none from a public key or without `[jwt]`.
+#[tokio::test]
+async fn minted_tokens_pass_their_own_check() {
+    let extra = "audience = \"engine-api\"\nissuer = \"ops\"";
+    let dir = scratch_dir();
+    std::fs::write(dir.join("jwt.hex"), hex(&SECRET)).unwrap();
+    let text = format!("[jwt]\nhs256_secret_file = \"jwt.hex\"\n{extra}");
+    let policy = Policy::from_toml(&text, &dir).unwrap();
+    let token = policy
+        .mint_token("alice", Duration::from_secs(300))
+        .unwrap();
+    let p = login(&hs256(extra), token.clone()).await.unwrap();
+    assert_eq!((p.name(), p.via()), ("alice", Via::Token));
+    // A server expecting another audience refuses it.
+    refused(
+        login(&hs256("audience = \"other\""), token).await,
+        "token audience",
+    );
+    assert!(policy.mint_token("", Duration::from_secs(60)).is_err());
+    let keys = ec(&signature::ECDSA_P256_SHA256_ASN1_SIGNING);
+    std::fs::write(dir.join("key.pem"), &keys.public).unwrap();
+    let public = Policy::from_toml("[jwt]\npublic_key_file = \"key.pem\"", &dir).unwrap();
+    assert!(public.mint_token("alice", Duration::from_secs(60)).is_err());
+    assert!(Policy::from_toml("", &dir)
+        .unwrap()
+        .mint_token("alice", Duration::from_secs(60))
+        .is_err());
+}
