@@ -1,4 +1,4 @@
-//! HTTP/1.1: the hyper service that routes XML-RPC, JSON-RPC and msgpack-rpc bodies,
+//! HTTP/1.1 and HTTP/2 ([`h2`]): the hyper service that routes XML-RPC, JSON-RPC and msgpack-rpc bodies,
 //! the WebSocket upgrade, `/health`, `/ready`, `/metrics` and the console; request
 //! bodies (limits, encodings), reply bodies (charged to the output budget), and the
 //! origin checks a browser's requests pass.
@@ -7,6 +7,7 @@ mod auth;
 pub(crate) mod body;
 mod console;
 pub(crate) mod encoding;
+mod h2;
 pub(crate) mod metrics_only;
 pub(crate) mod origin;
 pub(crate) mod reply;

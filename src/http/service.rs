@@ -84,6 +84,13 @@ const RELEASE_IDLE_AFTER: Duration = Duration::from_secs(1);
 /// and any bytes it had read), waits for its next byte with a small buffer, and starts a
 /// fresh hyper connection with that byte replayed.
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    // `PRI * HTTP/2.0` also sniffs as an HTTP/1.x request line: HTTP/2 is told here.
+    let Some((h2, io)) = super::h2::opens_with_preface(io, &shared).await else {
+        return;
+    };
+    if h2 {
+        return Box::pin(super::h2::serve(io, info, shared)).await;
+    }
     let idle = shared
         .config
         .limits
@@ -249,10 +256,11 @@ fn take_parts<S: Stream, F>(
 
 /// A WebSocket upgrade answered 101: its subprotocol, and the caller its
 /// `Authorization` proved (`--auth`).
-type Upgraded = (Subprotocol, Option<Arc<Caller>>);
+pub(super) type Upgraded = (Subprotocol, Option<Arc<Caller>>);
 
-/// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket upgrades.
-async fn route(
+/// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket upgrades
+/// (HTTP/1.1 only: over HTTP/2, [`super::h2`], no request is one).
+pub(super) async fn route(
     req: Request<Incoming>,
     shared: &Shared,
     info: &ConnInfo,

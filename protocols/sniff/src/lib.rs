@@ -8,7 +8,8 @@
 //! Probes are monotone: once a prefix answers `Match` or `NoMatch`, every longer prefix
 //! answers the same.
 //!
-//! - Application protocols: [`http`] (HTTP/1.x request line), [`json`] (JSON-RPC over raw
+//! - Application protocols: [`http`] (HTTP/1.x request line, and the HTTP/2 preface's
+//!   first line), [`http2`] (the whole HTTP/2 connection preface), [`json`] (JSON-RPC over raw
 //!   TCP), [`msgpack_rpc`] (MessagePack-RPC), [`stomp`] (a STOMP client frame).
 //! - Front layers, sniffed again behind: [`tls`] (a TLS ClientHello), [`proxy`] (a PROXY
 //!   protocol v1 or v2 header), and [`proxy_header`], which parses that header and says
@@ -38,5 +39,5 @@ pub mod proxy_header;
 mod verdict;
 
 pub use front::{proxy, tls};
-pub use probes::{http, json, msgpack_rpc, stomp};
+pub use probes::{http, http2, json, msgpack_rpc, stomp, HTTP2_PREFACE};
 pub use verdict::{Probe, ProbeFn};

@@ -20,6 +20,25 @@ pub fn http(p: &[u8]) -> Probe {
     Probe::NeedMore
 }
 
+/// The connection preface every HTTP/2 client sends first (RFC 9113 section 3.4),
+/// with prior knowledge in cleartext and after ALPN `h2` under TLS.
+pub const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// HTTP/2: the whole connection preface. Its first bytes also make an HTTP/1.x request
+/// line (`PRI `), so an HTTP server that serves both asks this first, on the bytes
+/// [`http`] matched; a client that sends `PRI` and then something else is HTTP/1.x
+/// (whose parser answers it `400`).
+pub fn http2(p: &[u8]) -> Probe {
+    let n = p.len().min(HTTP2_PREFACE.len());
+    if p[..n] != HTTP2_PREFACE[..n] {
+        Probe::NoMatch
+    } else if n == HTTP2_PREFACE.len() {
+        Probe::Match
+    } else {
+        Probe::NeedMore
+    }
+}
+
 /// JSON-RPC over raw TCP: the first non-whitespace byte opens an object or array.
 pub fn json(p: &[u8]) -> Probe {
     match p.iter().find(|b| !b.is_ascii_whitespace()) {
@@ -54,6 +73,21 @@ pub fn stomp(p: &[u8]) -> Probe {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn http2_preface() {
+        assert_eq!(http2(b""), Probe::NeedMore);
+        assert_eq!(http2(b"PRI * HTTP/2.0\r\n"), Probe::NeedMore);
+        assert_eq!(http2(HTTP2_PREFACE), Probe::Match);
+        assert_eq!(http2(&[HTTP2_PREFACE, b"\0\0"].concat()), Probe::Match);
+        assert_eq!(http2(b"PRI /x HTTP/1.1\r\n"), Probe::NoMatch);
+        assert_eq!(http2(b"POST / HTTP/1.1\r\n"), Probe::NoMatch);
+        assert_eq!(
+            http(HTTP2_PREFACE),
+            Probe::Match,
+            "an HTTP request line too"
+        );
+    }
 
     #[test]
     fn http_tokens() {

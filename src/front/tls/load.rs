@@ -12,9 +12,10 @@ use std::io;
 use std::path::Path;
 use std::sync::Arc;
 
-/// The only ALPN protocol offered: HTTP/1.1 is the only HTTP we serve, and clients of
-/// the raw-stream protocols send no ALPN at all (then none is negotiated).
-pub const ALPN: &[u8] = b"http/1.1";
+/// The ALPN protocols offered, preferred first: HTTP/2, then HTTP/1.1 (the HTTP framer
+/// tells them apart by the HTTP/2 preface). Clients of the raw-stream protocols send no
+/// ALPN at all (then none is negotiated).
+pub const ALPN: [&[u8]; 2] = [b"h2", b"http/1.1"];
 
 /// The rustls configuration for `cfg`, which must name a certificate and a key, and the
 /// leaf certificate it serves (for the log).
@@ -44,7 +45,7 @@ pub fn server_config(cfg: &TlsConfig) -> io::Result<(ServerConfig, CertificateDe
             key_path.display()
         ))
     })?;
-    config.alpn_protocols = vec![ALPN.to_vec()];
+    config.alpn_protocols = ALPN.iter().map(|p| p.to_vec()).collect();
     Ok((config, leaf))
 }
 

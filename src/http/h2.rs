@@ -1,0 +1,152 @@
+//! HTTP/2 (hyper's server on the `h2` crate): the same routes as HTTP/1.1
+//! ([`super::service::route`]: XML-RPC, JSON-RPC, msgpack bodies, `/metrics`, `/health`,
+//! `/ready`, the console), many calls at once on one connection. A connection is HTTP/2
+//! when it opens with the connection preface, in cleartext (prior knowledge, `curl
+//! --http2-prior-knowledge`) or after ALPN `h2` under TLS; the HTTP/1.1 `Upgrade: h2c`
+//! dance is not offered (no client this server is for needs it, and it lets one request
+//! switch protocols mid-connection).
+//!
+//! Bounds, for what an HTTP/2 client can make the server hold or do:
+//! - streams: at most `max_in_flight` at once per connection (SETTINGS
+//!   MAX_CONCURRENT_STREAMS), the next refused by the h2 crate with REFUSED_STREAM;
+//! - header lists: [`MAX_HEADER_LIST`] bytes (HPACK-decoded, CONTINUATION frames
+//!   included), past it the stream is refused (and a CONTINUATION flood stops there);
+//! - rapid reset (CVE-2023-44487): streams the client resets before they are answered
+//!   count against [`MAX_PENDING_RESETS`]; past it the connection is closed (GOAWAY);
+//! - output: replies are charged to `max_total_output` as on HTTP/1.1, and at most
+//!   [`MAX_SEND_BUF`] bytes per stream wait in the h2 crate for a window; a peer that
+//!   takes nothing while replies wait for `send_timeout` is closed;
+//! - idle: a connection with no stream for `idle_timeout` is closed with GOAWAY.
+
+use crate::conn::ConnInfo;
+use crate::http::auth::Memo;
+use crate::io::{Rewind, StallClock, Stream, WriteStall};
+use crate::shared::Shared;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The largest header list a request may carry, decoded (HTTP/1.1's head fits in 64 KiB
+/// of buffer too).
+const MAX_HEADER_LIST: u32 = 64 * 1024;
+
+/// Reply bytes a stream may have waiting in the h2 crate for flow-control window; the
+/// rest stays in the charged reply body.
+const MAX_SEND_BUF: usize = 64 * 1024;
+
+/// Streams a client may reset before their reply, not yet settled: rapid reset opens
+/// and cancels streams to make the server start work it never has to answer for.
+const MAX_PENDING_RESETS: usize = 20;
+
+/// How often the connection's stall and idle clocks are read.
+const CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// Serve HTTP/2 on `io` until the client closes, goes idle, stops reading, or shutdown.
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+    let limits = &shared.config.limits;
+    let idle = limits.idle_timeout();
+    let send_timeout = limits.send_timeout();
+    let streams = u32::try_from(limits.max_in_flight)
+        .unwrap_or(u32::MAX)
+        .max(1);
+    let memo = Arc::new(Memo::default());
+    // Requests being answered (low bits) and every request ever seen (high bits).
+    let busy = Arc::new(AtomicUsize::new(0));
+    let service = {
+        let (shared, info, busy) = (shared.clone(), info.clone(), busy.clone());
+        hyper::service::service_fn(move |req| {
+            let (shared, info, busy, memo) =
+                (shared.clone(), info.clone(), busy.clone(), memo.clone());
+            async move {
+                busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
+                // No WebSocket over HTTP/2 (RFC 8441 is not offered): no upgrade slot.
+                let no_upgrade = Default::default();
+                let reply = super::service::route(req, &shared, &info, &no_upgrade, &memo).await;
+                busy.fetch_sub(1, Ordering::Relaxed);
+                Ok::<_, Infallible>(reply)
+            }
+        })
+    };
+    let stall = StallClock::new();
+    let mut conn = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(streams)
+        .max_header_list_size(MAX_HEADER_LIST)
+        .max_send_buf_size(MAX_SEND_BUF)
+        .max_pending_accept_reset_streams(Some(MAX_PENDING_RESETS))
+        .serve_connection(TokioIo::new(WriteStall::new(io, stall.clone())), service);
+    let mut check = tokio::time::interval(CHECK_EVERY);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    check.reset();
+    let (mut seen, mut idle_since) = (0, tokio::time::Instant::now());
+    let mut closing = false;
+    let shutting_down = shared.shutdown.cancelled();
+    tokio::pin!(shutting_down);
+    loop {
+        tokio::select! {
+            r = &mut conn => {
+                if let Err(e) = r {
+                    tracing::debug!(peer = %info.peer, error = %e, "http/2 connection ended with an error");
+                }
+                return;
+            }
+            _ = &mut shutting_down, if !closing => {
+                std::pin::Pin::new(&mut conn).graceful_shutdown();
+                closing = true;
+            }
+            _ = check.tick() => {
+                if stall.stalled_for().is_some_and(|t| t >= send_timeout) {
+                    tracing::info!(peer = %info.peer, "peer stopped reading (send_timeout); closing");
+                    if let Some(m) = &shared.metrics {
+                        m.refused("send_timeout");
+                    }
+                    return;
+                }
+                let now = busy.load(Ordering::Relaxed);
+                if now != seen || now & ((1 << 20) - 1) != 0 {
+                    idle_since = tokio::time::Instant::now();
+                } else if !closing && idle_since.elapsed() >= idle {
+                    tracing::debug!(peer = %info.peer, "http/2 connection idle; closing");
+                    std::pin::Pin::new(&mut conn).graceful_shutdown();
+                    closing = true;
+                }
+                seen = now;
+            }
+        }
+    }
+}
+
+/// Whether `io` opens with the HTTP/2 connection preface, reading on (within the sniff
+/// deadline) while its first bytes, which made an HTTP/1.x request line `PRI `, still
+/// could; with the stream, every byte read kept. `None`: closed or too slow.
+pub(crate) async fn opens_with_preface<S: Stream>(
+    io: Rewind<S>,
+    shared: &Shared,
+) -> Option<(bool, Rewind<S>)> {
+    use rpcmux_sniff::Probe;
+    use tokio::io::AsyncReadExt;
+    let (prefix, mut inner) = io.into_parts();
+    if rpcmux_sniff::http2(&prefix) != Probe::NeedMore {
+        let h2 = rpcmux_sniff::http2(&prefix) == Probe::Match;
+        return Some((h2, Rewind::new(prefix, inner)));
+    }
+    let mut buf = bytes::BytesMut::from(&prefix[..]);
+    let read = async {
+        loop {
+            match rpcmux_sniff::http2(&buf) {
+                Probe::NeedMore => {}
+                verdict => return Some(verdict == Probe::Match),
+            }
+            let want = rpcmux_sniff::HTTP2_PREFACE.len() - buf.len();
+            match (&mut inner).take(want as u64).read_buf(&mut buf).await {
+                Ok(n) if n > 0 => {}
+                _ => return None,
+            }
+        }
+    };
+    let deadline = shared.config.limits.sniff_timeout();
+    let h2 = tokio::time::timeout(deadline, read).await.ok()??;
+    Some((h2, Rewind::new(buf.freeze(), inner)))
+}
