@@ -16,6 +16,20 @@ pub(crate) struct ConnInfo {
     /// Who is calling, when authentication is on (set once the front layers are
     /// behind; per request on HTTP).
     pub caller: Option<Arc<crate::conn::Caller>>,
+    /// Served as HTTP/2: calls name their protocol `*-h2` (metrics, access log).
+    pub http2: bool,
+}
+
+impl ConnInfo {
+    /// `http1` for a call over HTTP/1.x, `h2` over HTTP/2: the protocol a call over
+    /// HTTP names in metrics and the access log.
+    pub fn http_protocol(&self, http1: &'static str, h2: &'static str) -> &'static str {
+        if self.http2 {
+            h2
+        } else {
+            http1
+        }
+    }
 }
 
 /// How far a connection has come through the front layers.

@@ -44,7 +44,8 @@ const MAX_PENDING_RESETS: usize = 20;
 const CHECK_EVERY: Duration = Duration::from_secs(1);
 
 /// Serve HTTP/2 on `io` until the client closes, goes idle, stops reading, or shutdown.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: Arc<Shared>) {
+    info.http2 = true;
     let limits = &shared.config.limits;
     let idle = limits.idle_timeout();
     let send_timeout = limits.send_timeout();

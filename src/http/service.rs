@@ -598,7 +598,7 @@ async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode,
         Ok(i) => i,
         Err(e) => return (StatusCode::OK, line(crate::rpc::jsonrpc::error_body(&e))),
     };
-    let ctx = shared.call_context(info, "jsonrpc-http");
+    let ctx = shared.call_context(info, info.http_protocol("jsonrpc-http", "jsonrpc-h2"));
     let is_batch = matches!(incoming, rpcmux_jsonrpc::Incoming::Batch(_));
     let mut out = Vec::with_capacity(size.min(1 << 20) + 64);
     if crate::rpc::jsonrpc::answer(shared.verbs.clone(), ctx, incoming, &bounds, size, &mut out)

@@ -31,7 +31,7 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
                     return fault_body(&e);
                 }
             };
-            let ctx = shared.call_context(info, "xmlrpc");
+            let ctx = shared.call_context(info, info.http_protocol("xmlrpc", "xmlrpc-h2"));
             let params = Input::Tree(Params::Positional(call.params));
             shared.verbs.dispatch(&call.method, params, ctx).await
         }
@@ -64,7 +64,7 @@ fn start_typed(body: &[u8], shared: &Shared, info: &ConnInfo) -> Option<Dispatch
     let Found::Local(verb) = shared.verbs.find(call.method()) else {
         return None;
     };
-    let ctx = shared.call_context(info, "xmlrpc");
+    let ctx = shared.call_context(info, info.http_protocol("xmlrpc", "xmlrpc-h2"));
     shared.verbs.dispatch_xml(verb, call, &ctx)
 }
 

@@ -40,6 +40,7 @@ pub(crate) async fn handle(
         stage: Stage::Start,
         flow_id: None,
         caller: None,
+        http2: false,
     };
     let mut io = Conn::Plain(stream);
     loop {

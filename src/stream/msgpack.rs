@@ -520,7 +520,10 @@ pub(crate) async fn answer_http(
             method,
             params,
         }) => {
-            let ctx = shared.call_context(info, "msgpack-rpc-http");
+            let ctx = shared.call_context(
+                info,
+                info.http_protocol("msgpack-rpc-http", "msgpack-rpc-h2"),
+            );
             let r = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)
@@ -528,7 +531,10 @@ pub(crate) async fn answer_http(
             (msgid, r)
         }
         Ok(Message::Notification { method, params }) => {
-            let ctx = shared.call_context(info, "msgpack-rpc-http");
+            let ctx = shared.call_context(
+                info,
+                info.http_protocol("msgpack-rpc-http", "msgpack-rpc-h2"),
+            );
             let _ = shared
                 .verbs
                 .dispatch(&method, Input::Tree(Params::Positional(params)), ctx)

@@ -43,12 +43,15 @@ pub(crate) struct StatsCache {
 }
 
 /// The protocols the server's framers name in `CallContext::protocol`.
-const PROTOCOLS: [&str; 8] = [
+const PROTOCOLS: [&str; 11] = [
     "xmlrpc",
+    "xmlrpc-h2",
     "jsonrpc-http",
+    "jsonrpc-h2",
     "jsonrpc-tcp",
     "msgpack-rpc",
     "msgpack-rpc-http",
+    "msgpack-rpc-h2",
     "stomp",
     "jsonrpc-ws",
     "stomp-ws",
