@@ -9,6 +9,8 @@
 mod common;
 
 mod auth;
+mod auth_http;
+mod auth_tokens;
 mod metrics;
 mod systemd;
 mod tls_proxy;
