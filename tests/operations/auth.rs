@@ -8,8 +8,9 @@ use crate::common::hostile::{error_code, Lines};
 use crate::common::{http_post, run_py, Server};
 
 /// A credentials file: anonymous may ping; alice (password "wonderland") is an operator
-/// (VM.*, Host.*, echo, subscribe; not VM.destroy) and sees |virt| events.
-pub(crate) fn credentials(dir: &std::path::Path) -> std::path::PathBuf {
+/// (VM.*, Host.*, echo, subscribe; not VM.destroy) and sees |virt| events. `more` is
+/// TOML appended to it (more users, a `[jwt]` section).
+pub(crate) fn credentials(dir: &std::path::Path, more: &str) -> std::path::PathBuf {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
         .arg("passwd")
         .stdin(std::process::Stdio::piped())
@@ -36,8 +37,9 @@ groups = ["operators"]
 allow = ["VM.*", "Host.*", "echo", "subscribe", "system.*"]
 deny = ["VM.destroy"]
 events = ["|virt|*"]
-"#,
-            hash.trim()
+{}"#,
+            hash.trim(),
+            more
         ),
     )
     .unwrap();
@@ -52,7 +54,7 @@ pub(crate) fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 fn start(name: &str) -> Server {
-    let creds = credentials(&scratch(name));
+    let creds = credentials(&scratch(name), "");
     Server::start(&["--auth", creds.to_str().unwrap()])
 }
 

@@ -26,7 +26,7 @@ fn sample(text: &str, name: &str, labels: &[&str]) -> f64 {
 
 #[test]
 fn logins_and_denials_are_counted_without_secrets() {
-    let creds = credentials(&scratch("metrics"));
+    let creds = credentials(&scratch("metrics"), "");
     let srv = Server::start(&["--auth", creds.to_str().unwrap()]);
 
     // HTTP Basic with a wrong password: 401, one rejected password login.

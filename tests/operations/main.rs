@@ -9,8 +9,10 @@
 mod common;
 
 mod auth;
+mod auth_http;
 mod auth_metrics;
-mod auth_token;
+mod auth_token_cli;
+mod auth_tokens;
 mod metrics;
 mod systemd;
 mod tls_proxy;
