@@ -9,6 +9,7 @@
 mod common;
 
 mod auth;
+mod auth_bypass;
 mod metrics;
 mod systemd;
 mod tls_proxy;
