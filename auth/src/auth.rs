@@ -112,9 +112,10 @@ impl Auth {
         self.policy.load_full()
     }
 
-    /// Verify `credentials` from `source`: throttled first (nothing verified while a
-    /// source or user is throttled), then a recent success remembered by keyed digest,
-    /// then the embedder's authenticator, then the file (passwords on the blocking
+    /// Verify `credentials` from `source`: a throttled source first, then a recent
+    /// success remembered by keyed digest (a user throttled by guesses elsewhere keeps
+    /// credentials that verified lately), then a throttled user (nothing verified while
+    /// either is), then the embedder's authenticator, then the file (passwords on the blocking
     /// pool, at most one per core at once, a bounded queue: [`Failure::Busy`] past it).
     pub async fn login(
         &self,
@@ -127,12 +128,18 @@ impl Auth {
             Credentials::Password { user, .. } if policy.has_user(user) => Some(user.as_str()),
             _ => None,
         };
-        if let Err(retry_after) = self.throttle.check(source, user) {
+        // A guessing address learns nothing, not even from the cache.
+        if let Err(retry_after) = self.throttle.check(source, None) {
             return Err(Failure::Throttled { retry_after });
         }
+        // Credentials that verified lately are known good: a flood of wrong passwords
+        // for this user elsewhere does not lock its owner out of them.
         let digest = self.cache.digest(credentials);
         if let Some(principal) = self.cache.get(&digest) {
             return Ok(principal);
+        }
+        if let Err(retry_after) = self.throttle.check(source, user) {
+            return Err(Failure::Throttled { retry_after });
         }
         let generation = self.cache.generation();
         let outcome = self.verify(&policy, credentials, source).await;

@@ -141,6 +141,27 @@ async fn an_existing_user_is_throttled_from_any_address() {
 }
 
 #[tokio::test]
+async fn a_flood_against_a_user_spares_credentials_that_verified_lately() {
+    let auth = auth();
+    auth.login(&password("alice", "wonderland"), HOME)
+        .await
+        .unwrap();
+    for i in 0..8u8 {
+        let ip = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i));
+        let _ = auth.login(&password("alice", "guess"), ip).await;
+    }
+    assert!(auth.throttle.check(AWAY, Some("alice")).is_err(), "locked");
+    let before = runs(&auth);
+    let r = auth.login(&password("alice", "wonderland"), AWAY).await;
+    assert_eq!(r.map(|p| p.name().to_owned()), Ok("alice".to_owned()));
+    assert_eq!(runs(&auth), before, "from the cache, nothing verified");
+    // A guess is still refused unverified.
+    let r = auth.login(&password("alice", "guess2"), AWAY).await;
+    assert!(matches!(r, Err(Failure::Throttled { .. })), "{r:?}");
+    assert_eq!(runs(&auth), before);
+}
+
+#[tokio::test]
 async fn a_success_resets_the_count() {
     let auth = auth();
     for _ in 0..4 {

@@ -185,6 +185,11 @@ impl Msgpack {
             .is_some_and(|s| s.link.outbox.capacity() < s.link.outbox.max_capacity())
     }
 
+    /// Whether this connection's caller may not call `method` (its verb `v`).
+    fn refused(&self, method: &str, v: &Verb) -> bool {
+        crate::verbs::refusal(&self.ctx, method, Some(v)).is_some()
+    }
+
     /// Start a small framed message's call, or (`Err`) hand back the first member of a
     /// group: a call to a forwarded verb whose upstream takes many calls in one request.
     #[allow(clippy::type_complexity)]
@@ -200,7 +205,9 @@ impl Msgpack {
         // The one lookup: a Rust verb is `Found::Local` and dispatched at once.
         let found = self.verbs.find(&method);
         if let Found::Upstream(Some(v)) = &found {
-            if v.grouping().is_some() {
+            // A call the caller may not make is never grouped: dispatched alone, it is
+            // refused.
+            if v.grouping().is_some() && !self.refused(&method, v) {
                 if let Ok(p) = rpcmux_msgpack_rpc::read_params(&method, params) {
                     return Err((msgid, v.clone(), Params::Positional(p)));
                 }
@@ -328,7 +335,7 @@ impl Msgpack {
             let Found::Upstream(Some(v)) = self.verbs.find(&method) else {
                 break;
             };
-            if !v.grouping().is_some_and(|g| g.same_target(&target)) {
+            if !v.grouping().is_some_and(|g| g.same_target(&target)) || self.refused(&method, &v) {
                 break;
             }
             let Ok(p) = rpcmux_msgpack_rpc::read_params(&method, params) else {

@@ -1,7 +1,9 @@
 //! Who may call what, checked where every call passes: [`refusal`] is asked by
 //! `VerbTable::dispatch_found` (direct calls, batch members, `system.multicall`'s calls,
-//! aliases and forwarded verbs all go through it) and by the typed fast paths, which
-//! step aside for a refused call so that the dispatch path answers it.
+//! aliases and forwarded verbs all go through it), by `VerbTable::dispatch_group` for
+//! calls grouped into one upstream request (each member checked, a refused one not
+//! sent), and by the typed fast paths, which step aside for a refused call so that the
+//! dispatch path answers it.
 
 use crate::codes::{ERR_FORBIDDEN, ERR_NOT_AUTHENTICATED};
 use crate::verbs::verb::Verb;

@@ -84,8 +84,10 @@ pub(crate) fn plan(
 
 impl VerbTable {
     /// Run the calls of one group (from [`plan`]: verbs that share a target) as one
-    /// request to that target. Each member is observed as a call of its own; the
-    /// server's shutdown abort ends them all with -32001.
+    /// request to that target. Each member is observed as a call of its own, and
+    /// checked as one: a member the caller may not make is answered with its refusal
+    /// and not sent (whoever built the group). The server's shutdown abort ends them
+    /// all with -32001.
     pub(crate) fn dispatch_group(
         &self,
         calls: Vec<(Arc<Verb>, Params)>,
@@ -99,16 +101,24 @@ impl VerbTable {
                     .map(|o| o.begin(&v.name, Some(v.observed()), &ctx))
             })
             .collect();
-        let n = calls.len();
+        let refused: Vec<Option<RpcError>> = calls
+            .iter()
+            .map(|(v, _)| crate::verbs::access::refusal(&ctx, &v.name, Some(v)))
+            .collect();
         let target = calls
             .first()
             .and_then(|(v, _)| v.group.as_ref())
             .map(|g| g.target.clone());
-        let members = calls
+        let members: Vec<_> = calls
             .into_iter()
-            .filter_map(|(v, p)| Some((v.group.as_ref()?.name.clone(), p)))
+            .zip(&refused)
+            .filter(|(_, r)| r.is_none())
+            .filter_map(|((v, p), _)| Some((v.group.as_ref()?.name.clone(), p)))
             .collect();
-        let fut = target.map(|t| t.call_many(members, ctx.peer));
+        let n = members.len();
+        let fut = target
+            .filter(|_| n > 0)
+            .map(|t| t.call_many(members, ctx.peer));
         let abort = ctx.abort.clone();
         Box::pin(async move {
             let results = match (fut, abort) {
@@ -121,11 +131,16 @@ impl VerbTable {
                 (Some(fut), None) => fut.await,
             };
             // A target that answers short leaves the rest without a result.
-            let mut results: Vec<Result<Output, RpcError>> =
-                results.into_iter().map(|r| r.map(Output::Value)).collect();
-            results.resize_with(n, || {
-                Err(RpcError::internal("no result for this member of the group"))
-            });
+            let mut sent = results.into_iter().map(|r| r.map(Output::Value));
+            let results: Vec<Result<Output, RpcError>> = refused
+                .into_iter()
+                .map(|r| match r {
+                    Some(e) => Err(e),
+                    None => sent.next().unwrap_or_else(|| {
+                        Err(RpcError::internal("no result for this member of the group"))
+                    }),
+                })
+                .collect();
             for (c, r) in observed.into_iter().zip(&results) {
                 if let Some(c) = c {
                     c.finish(r);
@@ -133,5 +148,68 @@ impl VerbTable {
             }
             results
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::events::EventHub;
+    use crate::verbs::group::{BatchTarget, Group};
+    use rpcmux_auth::{Auth, Policy};
+    use rpcmux_value::Value;
+    use std::sync::Mutex;
+
+    /// A target that records the names it was sent.
+    #[derive(Default)]
+    struct Recorder(Mutex<Vec<String>>);
+
+    impl BatchTarget for Recorder {
+        fn groups(&self) -> bool {
+            true
+        }
+        fn call_many(
+            &self,
+            calls: Vec<(Arc<str>, Params)>,
+            _: Option<std::net::SocketAddr>,
+        ) -> BoxFuture<'static, Vec<Result<Value, RpcError>>> {
+            let mut sent = self.0.lock().unwrap();
+            sent.extend(calls.iter().map(|(n, _)| n.to_string()));
+            let n = calls.len();
+            Box::pin(async move { vec![Ok(Value::Bool(true)); n] })
+        }
+    }
+
+    /// A group handed over with a member its caller may not make (as msgpack's
+    /// pipelines once did): that member is refused and never reaches the target.
+    #[tokio::test]
+    async fn a_refused_member_of_a_group_is_not_sent() {
+        let target = Arc::new(Recorder::default());
+        let mut t = VerbTable::new();
+        for name in ["up.echo", "up.learn"] {
+            let group = Group {
+                target: target.clone(),
+                name: name.trim_start_matches("up.").into(),
+            };
+            t.verb(name)
+                .group(group)
+                .passthrough(|_, _| async { Ok(Value::Nil) })
+                .unwrap();
+        }
+        let policy =
+            Policy::from_toml(r#"anonymous = ["up.echo"]"#, std::path::Path::new(".")).unwrap();
+        let mut ctx = CallContext::new("test", Arc::new(EventHub::default()));
+        ctx.caller = Some(crate::conn::Caller::new(Arc::new(Auth::new(policy)), None));
+        let calls = ["up.echo", "up.learn", "up.echo"]
+            .iter()
+            .map(|m| (t.get(m).unwrap(), Params::default()))
+            .collect();
+        let r = t.dispatch_group(calls, ctx).await;
+        assert!(r[0].is_ok() && r[2].is_ok(), "{r:?}");
+        assert_eq!(
+            r[1].as_ref().unwrap_err().code,
+            crate::codes::ERR_NOT_AUTHENTICATED
+        );
+        assert_eq!(*target.0.lock().unwrap(), ["echo", "echo"]);
     }
 }

@@ -32,6 +32,7 @@ mod typed;
 mod upstream;
 mod verb;
 
+pub(crate) use access::refusal;
 pub use args::Args;
 pub(crate) use batch::{plan, Run};
 pub use builder::VerbBuilder;

@@ -11,6 +11,7 @@
 mod common;
 
 mod amplification;
+mod auth_flood;
 mod data;
 mod interop;
 mod memory;

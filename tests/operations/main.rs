@@ -9,6 +9,7 @@
 mod common;
 
 mod auth;
+mod auth_bypass;
 mod auth_http;
 mod auth_metrics;
 mod auth_token_cli;
