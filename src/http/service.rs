@@ -319,7 +319,19 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo, mem
             // Credentials are checked before the body is read: a refused client
             // costs no body's worth of memory.
             match authenticate(req.headers(), shared, info, memo).await {
-                Ok(None) => rpc(req, shared, info).await,
+                // `rpc.login` over HTTP binds this one request's caller, not the
+                // connection's: a proxy's pooled keep-alive connection carries other
+                // clients' requests next.
+                Ok(None) => match &info.caller {
+                    Some(c) => {
+                        let info = ConnInfo {
+                            caller: Some(Caller::new(c.auth().clone(), c.principal())),
+                            ..info.clone()
+                        };
+                        rpc(req, shared, &info).await
+                    }
+                    None => rpc(req, shared, info).await,
+                },
                 Ok(Some(caller)) => {
                     let info = ConnInfo {
                         caller: Some(caller),
