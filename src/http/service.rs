@@ -20,8 +20,8 @@ use bytes::Bytes;
 use bytes::BytesMut;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT_ENCODING, ALLOW, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH,
-    CONTENT_TYPE, VARY,
+    HeaderValue, ACCEPT_ENCODING, ALLOW, AUTHORIZATION, CONNECTION, CONTENT_ENCODING,
+    CONTENT_LENGTH, CONTENT_TYPE, VARY,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -285,9 +285,17 @@ async fn route(
         }
     }
     if is_ws {
-        let caller = match authenticate(req.headers(), shared, info, memo).await {
-            Ok(c) => c,
-            Err(refused) => return *refused,
+        // A browser cannot give a WebSocket an `Authorization` header: an upgrade
+        // without one is served as an unauthenticated connection, like a raw-TCP one
+        // (`rpc.login`, and what `anonymous` allows, until then). Credentials that are
+        // sent are checked here, and wrong ones refused with 401.
+        let caller = if req.headers().contains_key(AUTHORIZATION) {
+            match authenticate(req.headers(), shared, info, memo).await {
+                Ok(c) => c,
+                Err(refused) => return *refused,
+            }
+        } else {
+            None
         };
         let (reply, sub) = handshake::accept(&req);
         if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
