@@ -20,8 +20,8 @@ use bytes::Bytes;
 use bytes::BytesMut;
 use hyper::body::Incoming;
 use hyper::header::{
-    HeaderValue, ACCEPT_ENCODING, ALLOW, CONNECTION, CONTENT_ENCODING, CONTENT_LENGTH,
-    CONTENT_TYPE, VARY,
+    HeaderValue, ACCEPT_ENCODING, ALLOW, AUTHORIZATION, CONNECTION, CONTENT_ENCODING,
+    CONTENT_LENGTH, CONTENT_TYPE, VARY,
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -293,9 +293,17 @@ pub(super) async fn route(
         }
     }
     if is_ws {
-        let caller = match authenticate(req.headers(), shared, info, memo).await {
-            Ok(c) => c,
-            Err(refused) => return *refused,
+        // A browser cannot give a WebSocket an `Authorization` header: an upgrade
+        // without one is served as an unauthenticated connection, like a raw-TCP one
+        // (`rpc.login`, and what `anonymous` allows, until then). Credentials that are
+        // sent are checked here, and wrong ones refused with 401.
+        let caller = if req.headers().contains_key(AUTHORIZATION) {
+            match authenticate(req.headers(), shared, info, memo).await {
+                Ok(c) => c,
+                Err(refused) => return *refused,
+            }
+        } else {
+            None
         };
         let (reply, sub) = handshake::accept(&req);
         if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
@@ -327,7 +335,19 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo, mem
             // Credentials are checked before the body is read: a refused client
             // costs no body's worth of memory.
             match authenticate(req.headers(), shared, info, memo).await {
-                Ok(None) => rpc(req, shared, info).await,
+                // `rpc.login` over HTTP binds this one request's caller, not the
+                // connection's: a proxy's pooled keep-alive connection carries other
+                // clients' requests next.
+                Ok(None) => match &info.caller {
+                    Some(c) => {
+                        let info = ConnInfo {
+                            caller: Some(Caller::new(c.auth().clone(), c.principal())),
+                            ..info.clone()
+                        };
+                        rpc(req, shared, &info).await
+                    }
+                    None => rpc(req, shared, info).await,
+                },
                 Ok(Some(caller)) => {
                     let info = ConnInfo {
                         caller: Some(caller),

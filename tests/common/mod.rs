@@ -379,3 +379,25 @@ impl Server {
         lines[lines.len().saturating_sub(n)..].join("\n")
     }
 }
+
+/// The argon2id hash `rpcmux passwd` prints for `password` (read from its stdin), for
+/// the credentials files of `--auth` tests.
+pub fn password_hash(password: &str) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .arg("passwd")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(format!("{password}\n").as_bytes())?;
+            c.wait_with_output()
+        })
+        .expect("rpcmux passwd");
+    assert!(out.status.success(), "rpcmux passwd: {out:?}");
+    let hash = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+    hash
+}

@@ -166,3 +166,32 @@ fn http_without_credentials_is_challenged_when_nothing_is_anonymous() {
         "{head}"
     );
 }
+
+#[test]
+fn rpc_login_over_http_lasts_for_its_request_only() {
+    use crate::common::hostile::{dial, read_response, ANSWER_TIMEOUT};
+    use std::io::Write;
+    let srv = start("http-login");
+    // One keep-alive connection, as a proxy's pool would carry two clients' requests.
+    let mut s = dial(srv.addr, ANSWER_TIMEOUT).unwrap();
+    let mut call = |body: &str| {
+        let req = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).unwrap();
+        read_response(&mut s, 1 << 20).unwrap().json().unwrap()
+    };
+    let r = call(
+        r#"{"jsonrpc":"2.0","id":1,"method":"rpc.login","params":{"user":"alice","password":"wonderland"}}"#,
+    );
+    assert_eq!(r["result"]["principal"], "alice", "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":2,"method":"VM.create","params":["http-vm","n"]}"#);
+    assert_eq!(
+        error_code(&r),
+        Some(-32020),
+        "the login outlived its request: {r}"
+    );
+    let r = call(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
+    assert_eq!(r["result"], true, "{r}");
+}

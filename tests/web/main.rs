@@ -1,6 +1,6 @@
 //! The web side of the shared port: WebSocket end to end (Python's `websockets`,
 //! jsonrpsee's client, stompjs over Node's `ws`, raw frames) and the console page in a
-//! headless chromium.
+//! headless chromium, with and without `--auth` (auth.rs).
 //!
 //! One test binary (each file a module: `websocket::some_test`); nextest runs every test
 //! in a process of its own. The shared helpers are tests/common.
@@ -8,4 +8,5 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod auth;
 mod websocket;

@@ -230,7 +230,7 @@ impl Unmasked for std::net::TcpStream {
 
 /// `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`) and the packages
 /// scripts/setup-test-env installs there (npm ci); panics with its output on failure.
-fn run_node(script: &str, args: &[&str]) -> String {
+pub(crate) fn run_node(script: &str, args: &[&str]) -> String {
     let dir = repo().join("tests/node");
     assert!(
         dir.join("node_modules/@stomp/stompjs").exists(),
@@ -258,7 +258,7 @@ fn stompjs_every_covering_subscription_gets_replies_events_and_escaped_reply_to(
 }
 
 /// Debian's chromium: `$RPCMUX_CHROMIUM`, else `chromium` on the PATH.
-fn chromium() -> String {
+pub(crate) fn chromium() -> String {
     if let Ok(p) = std::env::var("RPCMUX_CHROMIUM") {
         return p;
     }
