@@ -22,6 +22,7 @@
 #
 # Usage: benches/auth_ab.sh [ROUNDS]   (after `cargo build --release`; needs openssl, python3)
 #        PAYLOAD=musicentry benches/auth_ab.sh   (echo(MusicEntry) instead of ping)
+#        PATHS="msgpack stomp" benches/auth_ab.sh   (some paths only)
 set -euo pipefail
 # shellcheck source=benches/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -125,15 +126,15 @@ one() {
 mkdir -p "$out"
 csv=$out/auth_ab.csv
 echo "path,workload,payload,rounds,plain_per_cpu_s,auth_per_cpu_s,cost_pct" >"$csv"
-for path in basic hs256 es256 stomp msgpack; do
+for path in ${PATHS:-basic hs256 es256 stomp msgpack}; do
     plain=() auth=()
     # shellcheck disable=SC2046
     for _ in $(seq "$rounds"); do
         plain+=("$(one "$path" plain)")
         auth+=("$(one "$path" "${SERVER[$path]}" $(creds "$path"))")
     done
-    mp=$(printf '%s\n' "${plain[@]}" | median)
-    ma=$(printf '%s\n' "${auth[@]}" | median)
+    mp=$(printf '%s\n' "${plain[@]}" | median | awk '{printf "%d", $1}')
+    ma=$(printf '%s\n' "${auth[@]}" | median | awk '{printf "%d", $1}')
     cost=$(awk -v a="$ma" -v b="$mp" 'BEGIN {printf "%.1f", (b / a - 1) * 100}')
     printf '%s: plain %s | --auth %s | medians %s vs %s: %s %% more server CPU per call\n' \
         "$path" "${plain[*]}" "${auth[*]}" "$mp" "$ma" "$cost"

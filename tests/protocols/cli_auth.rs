@@ -229,3 +229,39 @@ fn a_password_in_the_address_is_refused_unquoted() {
         "{err}"
     );
 }
+
+/// The access log's `identity` is the principal the credentials proved (read when the
+/// line is written, not for every call: src/verbs/observed.rs).
+#[test]
+fn the_access_log_names_the_logged_in_principal() {
+    let f = files();
+    let srv = Server::start(&["--auth", f.creds.to_str().unwrap(), "--access-log", "info"]);
+    let pw = f.password.to_str().unwrap();
+    for proto in ["jsonrpc", "msgpack"] {
+        answered(
+            &call(
+                &srv,
+                proto,
+                &["--user", "alice", "--password-file", pw],
+                &[],
+            ),
+            proto,
+        );
+    }
+    let echo = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("rpcmux::access") && l.contains("method=\"echo\""))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while echo(&srv.log()).len() < 2 && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let lines = echo(&srv.log());
+    assert_eq!(lines.len(), 2, "{lines:#?}");
+    assert!(
+        lines.iter().all(|l| l.contains("identity=\"alice\"")),
+        "{lines:#?}"
+    );
+}
