@@ -3,8 +3,8 @@
 # path): release servers side by side, pinned to the same server core, one plain and two
 # with `--auth FILE` (anonymous callers may call nothing; alice has a password; tokens
 # are HS256 on one and ES256 on the other, as a credentials file takes one `[jwt]` key),
-# loaded in turn with `rpcmux bench` (6 interleaved rounds of 3 s per path, so drift and
-# neighbours hit both alike), calling ping, for:
+# loaded in turn with `rpcmux bench` (6 interleaved rounds of 3 s per path, the first
+# server alternating, so drift and neighbours hit both alike), calling ping, for:
 #   basic     JSON-RPC over HTTP keep-alive, Authorization: Basic     (16 connections)
 #   hs256     JSON-RPC over HTTP keep-alive, Authorization: Bearer HS256
 #   es256     JSON-RPC over HTTP keep-alive, Authorization: Bearer ES256
@@ -129,9 +129,15 @@ echo "path,workload,payload,rounds,plain_per_cpu_s,auth_per_cpu_s,cost_pct" >"$c
 for path in ${PATHS:-basic hs256 es256 stomp msgpack}; do
     plain=() auth=()
     # shellcheck disable=SC2046
-    for _ in $(seq "$rounds"); do
-        plain+=("$(one "$path" plain)")
-        auth+=("$(one "$path" "${SERVER[$path]}" $(creds "$path"))")
+    for round in $(seq "$rounds"); do
+        # ABBA: which server goes first alternates, so neither always has the warmer cache.
+        if ((round % 2)); then
+            plain+=("$(one "$path" plain)")
+            auth+=("$(one "$path" "${SERVER[$path]}" $(creds "$path"))")
+        else
+            auth+=("$(one "$path" "${SERVER[$path]}" $(creds "$path"))")
+            plain+=("$(one "$path" plain)")
+        fi
     done
     mp=$(printf '%s\n' "${plain[@]}" | median | awk '{printf "%d", $1}')
     ma=$(printf '%s\n' "${auth[@]}" | median | awk '{printf "%d", $1}')
