@@ -10,6 +10,7 @@
 #   ceilings  bare hyper "ok" server (reads the body)          HTTP          benches/peers/ceilings
 #             bare tokio TCP echo (same bytes back)            streams       benches/peers/ceilings
 #   sniffing  rpcmux with every protocol enabled vs `--protocol <one>`: same load, same run.
+#   auth      rpcmux without and with `--auth`, per way of logging in: benches/auth_ab.sh.
 #
 # HTTP load comes from wrk, stream load from `rpcmux bench` (the ceilings with
 # --echo-server). Server and load generator are pinned to different cores with taskset,
@@ -23,9 +24,10 @@
 # measured again, twice at most.
 #
 # Usage: benches/compare.sh [--runs N] [--duration SECS] [--max-other CORES] [--no-build] [--no-report]
-#                           [--only SCENARIO]   (one workload's rows alone, e.g. jsonrpc-ws-echo;
+#                           [--only SCENARIO]   (one workload's rows alone, e.g. jsonrpc-ws-echo,
+#                                                or auth-ab for benches/auth_ab.sh alone;
 #                                                with --no-report, as the report wants them all)
-# Needs: wrk, taskset, /usr/bin/time, python3, .venvs/msgpackrpc (scripts/setup-test-env), cargo.
+# Needs: wrk, taskset, /usr/bin/time, python3, openssl, .venvs/msgpackrpc (scripts/setup-test-env), cargo.
 set -euo pipefail
 # shellcheck source=benches/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -82,6 +84,7 @@ if ((build)); then
 fi
 
 mkdir -p "$out/logs"
+rm -f "$out/auth_ab.csv"  # written again below: the doc shows this run's figures only
 results=$out/results.csv
 echo "scenario,target,run,calls_per_sec,p50_ms,p99_ms,errors,server_cpu,load_cpu,other_cpu" >"$results"
 
@@ -356,6 +359,13 @@ awk -F, 'NR > 1 && $7 > 0 { print $1, $2, "run", $3 ":", $7, "errors" }' "$resul
     echo "loadavg_after=$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "commit=$(git -C "$root" rev-parse --short HEAD)"
 } >"$out/machine.txt"
+
+# What authentication costs: its own servers and interleaved rounds (benches/auth_ab.sh
+# writes $out/auth_ab.csv; report.py reads it).
+if wanted auth-ab; then
+    log "what authentication costs: benches/auth_ab.sh"
+    OUT=$out "$root/benches/auth_ab.sh" || log "WARNING: benches/auth_ab.sh failed"
+fi
 
 if ((report)); then
     # The plot needs matplotlib: a throwaway venv under bench-out when python3 lacks it.

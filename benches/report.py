@@ -186,6 +186,24 @@ def metrics_table(runs):
     return "\n".join(lines)
 
 
+def auth_table(out):
+    """benches/auth_ab.sh's medians (its own interleaved runs, written to auth_ab.csv)."""
+    path = out / "auth_ab.csv"
+    if not path.exists():
+        return "(not measured in this run: `benches/auth_ab.sh`)"
+    lines = [
+        "| path | without `--auth`: calls per server CPU-s | with `--auth`: calls per server CPU-s | **server CPU per call** |",
+        "|---|---:|---:|---:|",
+    ]
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            plain, auth = float(r["plain_per_cpu_s"]), float(r["auth_per_cpu_s"])
+            lines.append(
+                f"| {r['workload']}, {r['payload']} | {fmt_rate(plain)} | {fmt_rate(auth)} | **{(plain / auth - 1) * 100:+.1f} %** |"
+            )
+    return "\n".join(lines)
+
+
 def gateway_table(runs):
     direct, via = runs.get(("gateway-python", "python-xmlrpc")), runs.get(("gateway-python", "rpcmux-gateway"))
     if not (direct and via):
@@ -351,6 +369,18 @@ byte counts per call) and with `--no-metrics`, same load, same run; positive: me
 was slower.
 
 {metrics_table(runs)}
+
+## What authentication costs
+
+`benches/auth_ab.sh`: the same release build without `--auth` and with it (anonymous
+callers may call nothing; the calls made by a user with a password or with a JWT, HS256 or
+ES256), pinned to the same server core, loaded in turn by `rpcmux bench` (interleaved
+rounds of 3 s; the median of each); connections open and log in inside each run, a
+password's argon2 paid before it (the server remembers a verified password for 60 s).
+Positive: authenticated calls cost more server CPU. The target (issue 30): at most +5 %
+on every path.
+
+{auth_table(out)}
 
 ## Every server, every workload
 

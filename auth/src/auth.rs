@@ -230,9 +230,10 @@ impl Auth {
     /// may. Cheap: asked before every call.
     pub fn allows(&self, who: Option<&Principal>, verb: &str) -> Decision {
         let policy = self.policy.load();
-        let anonymous = glob::any(&policy.anonymous, verb);
+        // `anonymous` is matched only when it decides: not for a user its rules allow.
+        let anonymous = || glob::any(&policy.anonymous, verb);
         let Some(who) = who.filter(|p| current(p)) else {
-            return match anonymous {
+            return match anonymous() {
                 true => Decision::Allowed,
                 false => Decision::NotAuthenticated,
             };
@@ -240,7 +241,7 @@ impl Auth {
         match policy.rules(who.name()) {
             Some(rules) if glob::any(&rules.deny, verb) => Decision::Forbidden,
             Some(rules) if glob::any(&rules.allow, verb) => Decision::Allowed,
-            _ if anonymous => Decision::Allowed,
+            _ if anonymous() => Decision::Allowed,
             _ => Decision::Forbidden,
         }
     }

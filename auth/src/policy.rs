@@ -38,7 +38,7 @@ use std::path::Path;
 /// minus what its rules deny. A caller without credentials receives no events.
 pub struct Policy {
     /// Each user's rules, its groups' merged in at load time: one lookup per call.
-    pub(crate) users: HashMap<Box<str>, User>,
+    pub(crate) users: HashMap<Box<str>, User, foldhash::fast::RandomState>,
     /// Verb globs anyone may call, with or without credentials.
     pub(crate) anonymous: Vec<Box<str>>,
     /// The token check, if `[jwt]` is configured.
@@ -137,7 +137,7 @@ impl Policy {
 
     fn parse(text: &str, base: &Path, origin: &str) -> Result<Policy, PolicyError> {
         let file: File = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
-        let mut users = HashMap::with_capacity(file.users.len());
+        let mut users = HashMap::with_capacity_and_hasher(file.users.len(), Default::default());
         let mut dummy_hash = None;
         for (name, entry) in &file.users {
             let password = match &entry.password {

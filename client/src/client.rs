@@ -1,6 +1,7 @@
 //! The client: one connection to one server, speaking one protocol.
 
 use crate::error::ClientError;
+use crate::login::login;
 use crate::opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts};
 #[cfg(feature = "raw-streams")]
 use crate::stream as raw;
@@ -185,7 +186,8 @@ async fn dial(
     }
 }
 
-/// Start a stream protocol on `io` (its handshake, for STOMP), undriven.
+/// Start a stream protocol on `io` (its handshake, for STOMP and WebSocket; `rpc.login`
+/// with credentials, for JSON-RPC over TCP and msgpack-rpc), undriven.
 async fn stream_parts<S: Io>(
     proto: ClientProto,
     io: S,
@@ -193,9 +195,15 @@ async fn stream_parts<S: Io>(
     opts: &ConnectOpts,
 ) -> Result<stream::Parts<S>, ClientError> {
     match proto {
-        ClientProto::JsonrpcTcp => Ok(jsonrpc_tcp::start(io, opts)),
+        ClientProto::JsonrpcTcp => {
+            let parts = jsonrpc_tcp::start(io, opts);
+            login(parts, proto, opts.credentials.as_ref(), opts.max_reply).await
+        }
         ClientProto::Stomp => stomp::start(io, host, opts).await,
-        ClientProto::Msgpack => Ok(msgpack::start(io, opts)),
+        ClientProto::Msgpack => {
+            let parts = msgpack::start(io, opts);
+            login(parts, proto, opts.credentials.as_ref(), opts.max_reply).await
+        }
         ClientProto::JsonrpcWs => ws::start(io, host, opts, ws::Inside::Json).await,
         ClientProto::StompWs => ws::start(io, host, opts, ws::Inside::Stomp).await,
         ClientProto::Xmlrpc | ClientProto::Jsonrpc => Err(ClientError::Unsupported(format!(

@@ -8,7 +8,7 @@ use super::{json, ClientError, ClientProto, ConnectOpts, Io, Reply};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1;
-use hyper::header::{CONTENT_TYPE, HOST, USER_AGENT};
+use hyper::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE, HOST, USER_AGENT};
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
 use rpcmux_value::Params;
@@ -30,6 +30,9 @@ pub(crate) struct HttpClient {
     path: String,
     max_reply: usize,
     next_id: AtomicU32,
+    /// `Authorization` for every request (`ConnectOpts::credentials`), marked
+    /// sensitive so hyper neither indexes nor shows it.
+    authorization: Option<HeaderValue>,
 }
 
 impl HttpClient {
@@ -39,6 +42,16 @@ impl HttpClient {
         host: &str,
         opts: &ConnectOpts,
     ) -> Result<HttpClient, ClientError> {
+        let authorization = match &opts.credentials {
+            None => None,
+            Some(c) => {
+                let mut v = HeaderValue::from_str(&c.authorization()).map_err(|_| {
+                    ClientError::Unsupported("the credentials cannot go in an HTTP header".into())
+                })?;
+                v.set_sensitive(true);
+                Some(v)
+            }
+        };
         let (sender, conn) = http1::handshake(TokioIo::new(io))
             .await
             .map_err(|e| ClientError::Connect(format!("HTTP: {e}")))?;
@@ -71,6 +84,7 @@ impl HttpClient {
             path,
             max_reply: opts.max_reply,
             next_id: AtomicU32::new(1),
+            authorization,
         })
     }
 
@@ -95,6 +109,9 @@ impl HttpClient {
             .header(HOST, self.host.as_str())
             .header(USER_AGENT, AGENT)
             .header(CONTENT_TYPE, ctype);
+        if let Some(a) = &self.authorization {
+            req = req.header(AUTHORIZATION, a.clone());
+        }
         for (name, value) in headers {
             req = req.header(*name, *value);
         }

@@ -35,10 +35,12 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod client;
+mod credentials;
 mod error;
 mod http;
 mod json;
 mod jsonrpc_tcp;
+mod login;
 mod msgpack;
 mod opts;
 mod stomp;
@@ -48,6 +50,7 @@ mod ws;
 mod xmlrpc;
 
 pub use client::Client;
+pub use credentials::Credentials;
 pub use error::ClientError;
 pub use opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts, TlsOpts};
 pub use tls::handshake as tls_handshake;

@@ -1,5 +1,6 @@
 //! What a connection is opened with: the protocol, its options, the stream under it.
 
+use crate::Credentials;
 use rpcmux_value::{RpcError, Value};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -109,6 +110,15 @@ pub struct ConnectOpts {
     pub stomp: StompOpts,
     /// Speak TLS to the server (under any protocol).
     pub tls: Option<TlsOpts>,
+    /// Who to say the client is, to a server with `--auth`. XML-RPC and JSON-RPC over
+    /// HTTP send `Authorization` (Basic or Bearer) with every request; STOMP sends
+    /// `login`/`passcode` on CONNECT (a token as the passcode); JSON-RPC over TCP and
+    /// msgpack-rpc call `rpc.login` before anything else; both WebSocket protocols send
+    /// `Authorization` on the upgrade (the server refuses an upgrade without
+    /// credentials when anonymous callers may call nothing), STOMP over WebSocket its
+    /// CONNECT `login`/`passcode` too. Refused credentials fail the connect
+    /// (HTTP: the first call, with the 401).
+    pub credentials: Option<Credentials>,
 }
 
 impl Default for ConnectOpts {
@@ -119,6 +129,7 @@ impl Default for ConnectOpts {
             max_reply: 64 << 20,
             stomp: StompOpts::default(),
             tls: None,
+            credentials: None,
         }
     }
 }

@@ -24,10 +24,19 @@ pub(crate) async fn start<S: Io>(
         ..Limits::default()
     });
     let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    let connect = Frame::new(Command::Connect)
+    let mut connect = Frame::new(Command::Connect)
         .header("accept-version", "1.2")
         .header("host", host)
         .header("heart-beat", "0,0");
+    // Credentials as RabbitMQ and ActiveMQ take them (and rpcmux `--auth`): a token is
+    // the passcode alone. `Credentials` refused at its making what a header cannot carry.
+    if let Some(c) = &opts.credentials {
+        let (login, passcode) = c.stomp_headers();
+        if let Some(login) = login {
+            connect = connect.header("login", login);
+        }
+        connect = connect.header("passcode", passcode);
+    }
     send(&mut io, &connect).await?;
     let mut buf = BytesMut::with_capacity(4096);
     let connected = loop {
@@ -75,16 +84,15 @@ fn stomp_err(e: rpcmux_stomp::StompError) -> ClientError {
     ClientError::Protocol(format!("STOMP: {e}"))
 }
 
-/// An ERROR frame's `message` header and body, as one line.
+/// An ERROR frame's `message` header and body, as one line (the body once when it
+/// only repeats the message, as rpcmux's does).
 fn error_text(f: &Frame) -> String {
     let body = String::from_utf8_lossy(&f.body);
-    format!(
-        "STOMP ERROR: {} {}",
-        f.get("message").unwrap_or(""),
-        body.trim()
-    )
-    .trim_end()
-    .to_string()
+    let (message, body) = (f.get("message").unwrap_or(""), body.trim());
+    let body = if body == message { "" } else { body };
+    format!("STOMP ERROR: {message} {body}")
+        .trim_end()
+        .to_string()
 }
 
 pub(crate) struct Sends(pub(crate) StompOpts);

@@ -8,7 +8,7 @@
 //! `ping_interval` of silence, which a client making calls never reaches.
 
 use super::stream::{Decode, Encode, Incoming, Parts};
-use super::{ClientError, ConnectOpts, Io};
+use super::{ClientError, ConnectOpts, Credentials, Io};
 use base64::Engine;
 use bytes::{Buf, Bytes, BytesMut};
 use rpcmux_value::Params;
@@ -32,13 +32,15 @@ fn random_u64(n: u64) -> u64 {
     h.finish()
 }
 
-/// Upgrade `io` to a WebSocket on `path`, offering the subprotocol for `inside`; the
-/// bytes read past the 101.
+/// Upgrade `io` to a WebSocket on `path`, offering the subprotocol for `inside`, with
+/// the credentials as `Authorization` if there are any (a server with `--auth` and no
+/// anonymous verbs answers 401 to an upgrade without); the bytes read past the 101.
 pub(crate) async fn upgrade<S: Io>(
     io: &mut S,
     host: &str,
     path: &str,
     inside: Inside,
+    credentials: Option<&Credentials>,
 ) -> Result<BytesMut, ClientError> {
     let mut raw = [0u8; 16];
     raw[..8].copy_from_slice(&random_u64(1).to_ne_bytes());
@@ -48,10 +50,16 @@ pub(crate) async fn upgrade<S: Io>(
         Inside::Json => "jsonrpc",
         Inside::Stomp => "v12.stomp",
     };
-    let req = format!(
+    let mut req = format!(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {proto}\r\n\r\n"
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: {proto}\r\n"
     );
+    if let Some(c) = credentials {
+        req.push_str("Authorization: ");
+        req.push_str(&c.authorization());
+        req.push_str("\r\n");
+    }
+    req.push_str("\r\n");
     io.write_all(req.as_bytes()).await?;
     let mut buf = BytesMut::with_capacity(1024);
     let end = loop {
@@ -100,7 +108,7 @@ pub(crate) async fn start<S: Io>(
     inside: Inside,
 ) -> Result<Parts<S>, ClientError> {
     let path = opts.http_path.as_deref().unwrap_or("/");
-    let input = upgrade(&mut io, host, path, inside).await?;
+    let input = upgrade(&mut io, host, path, inside, opts.credentials.as_ref()).await?;
     let inner = match inside {
         Inside::Json => super::jsonrpc_tcp::start(Framed::new(io, input), opts),
         Inside::Stomp => super::stomp::start(Framed::new(io, input), host, opts).await?,

@@ -43,6 +43,8 @@ pub struct BenchArgs {
     timeout: f64,
     #[command(flatten)]
     tls: super::tls_args::TlsArgs,
+    #[command(flatten)]
+    credentials: super::credential_args::CredentialArgs,
     /// Runtime worker threads (default: one per core).
     #[arg(long)]
     threads: Option<usize>,
@@ -94,6 +96,7 @@ fn config(a: &BenchArgs) -> Result<BenchConfig, String> {
         opts: ConnectOpts {
             timeout: secs("timeout", a.timeout, false)?,
             tls: a.tls.opts(),
+            credentials: a.credentials.credentials()?,
             http_path: target.path,
             ..ConnectOpts::default()
         },

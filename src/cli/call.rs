@@ -2,8 +2,9 @@
 //!
 //! Exit status: 0 with the result as pretty JSON on stdout; 1 on an error reply
 //! (`error CODE: MESSAGE` on stderr); 2 when there is no reply (cannot connect, timeout,
-//! connection lost, bad reply) or the command line is wrong. `--tls-ca` (and for mutual
-//! TLS `--tls-cert`/`--tls-key`) puts TLS under any protocol.
+//! connection lost, bad reply, credentials refused) or the command line is wrong.
+//! `--tls-ca` (and for mutual TLS `--tls-cert`/`--tls-key`) puts TLS under any protocol;
+//! `--user` or `--token-file` logs in to a server with `--auth` (credential_args.rs).
 
 use clap::Args;
 use rpcmux::client::{Client, ClientError, ClientProto, ConnectOpts};
@@ -23,6 +24,8 @@ pub struct CallArgs {
     timeout: f64,
     #[command(flatten)]
     tls: super::tls_args::TlsArgs,
+    #[command(flatten)]
+    credentials: super::credential_args::CredentialArgs,
     /// Read the params from a JSON file ('-' for stdin): an array (positional) or an
     /// object (named).
     #[arg(
@@ -81,6 +84,9 @@ async fn call(
             if let Some(data) = e.data {
                 eprintln!("{}", pretty(&data));
             }
+            if e.code == rpcmux::codes::ERR_NOT_AUTHENTICATED {
+                eprintln!("rpcmux call: log in with {LOGIN_FLAGS}");
+            }
             ExitCode::from(1)
         }
         Err(e) => fail(&explain(&e, proto, tls)),
@@ -96,6 +102,12 @@ fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
     let closed = matches!(e, ClientError::Closed(_) | ClientError::NotSent(_))
         || matches!(e, ClientError::Connect(m) if m.contains("closed"));
     let hint = match tls {
+        _ if text.contains("HTTP 401") || text.contains("HTTP/1.1 401") => {
+            format!("the server wants credentials, or refused these: {LOGIN_FLAGS}")
+        }
+        _ if text.contains("HTTP 429") || text.contains("HTTP/1.1 429") => "too many failed \
+            logins from this address or for this user: the server refuses more for a while"
+            .into(),
         _ if text.contains("Connection refused") => {
             "nothing listens there: is `rpcmux serve` running, on that address?".to_string()
         }
@@ -145,6 +157,10 @@ fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
     format!("{text}\nrpcmux call: probably {hint}")
 }
 
+/// How to give credentials, for the hints.
+const LOGIN_FLAGS: &str =
+    "--user NAME with --password-file FILE (or RPCMUX_PASSWORD), or --token-file FILE (or RPCMUX_TOKEN)";
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("rpcmux call: {msg}");
     ExitCode::from(2)
@@ -168,6 +184,7 @@ fn prepare(a: &CallArgs) -> Result<(ClientProto, String, ConnectOpts, Params), S
     let mut opts = ConnectOpts {
         timeout,
         tls: a.tls.opts(),
+        credentials: a.credentials.credentials()?,
         ..ConnectOpts::default()
     };
     let target = super::target::parse(&a.addr)?;

@@ -3,6 +3,7 @@
 mod alloc;
 mod bench;
 mod call;
+mod credential_args;
 mod log;
 mod ops;
 mod passwd;

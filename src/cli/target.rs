@@ -40,6 +40,15 @@ pub fn parse(text: &str) -> Result<Target, String> {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
+    if authority.contains('@') {
+        // Not quoted back: the part before '@' may be a password.
+        return Err(
+            "the address holds credentials (USER:PASSWORD@): they are not taken from \
+             the command line, where `ps` shows them; give --user NAME with --password-file \
+             FILE (or RPCMUX_PASSWORD), or --token-file FILE (or RPCMUX_TOKEN)"
+                .into(),
+        );
+    }
     if scheme.is_none() && !path.is_empty() {
         return Err(format!(
             "`{text}`: a path needs a URL (http://HOST:PORT/PATH); {FORMS}"
@@ -113,5 +122,10 @@ mod tests {
             assert!(e.contains("expected HOST:PORT"), "{bad}: {e}");
             assert!(e.contains(bad), "{bad}: {e}");
         }
+        let e = parse("http://alice:s3cret@localhost:1/").unwrap_err();
+        assert!(
+            e.contains("--password-file") && !e.contains("s3cret"),
+            "{e}"
+        );
     }
 }

@@ -64,6 +64,18 @@ impl std::fmt::Display for Code {
 }
 
 impl AccessLog {
+    /// Whether a call that took `elapsed` gets a line the log filter lets through (so
+    /// one that would not is not made up at all: the default level, debug, is off).
+    pub fn logs(&self, elapsed: Duration) -> bool {
+        use tracing::Level;
+        elapsed >= self.slow
+            || match self.level {
+                AccessLevel::Off => false,
+                AccessLevel::Debug => tracing::enabled!(target: "rpcmux::access", Level::DEBUG),
+                AccessLevel::Info => tracing::enabled!(target: "rpcmux::access", Level::INFO),
+            }
+    }
+
     pub fn log(&self, l: &Line<'_>) {
         if l.elapsed >= self.slow {
             line!(tracing::Level::WARN, l, "slow call");

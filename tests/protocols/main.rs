@@ -11,6 +11,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod cli_auth;
 mod cli_call_bench;
 mod config_file;
 mod connections;
