@@ -382,6 +382,8 @@ on every path.
 
 {auth_table(out)}
 
+How to read it (noise, profile): [the notes below](#what-authentication-costs-how-the-table-above-was-read).
+
 ## Every server, every workload
 
 {detail_table(runs)}
