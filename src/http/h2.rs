@@ -15,11 +15,14 @@
 //!   count against [`MAX_PENDING_RESETS`]; past it the connection is closed (GOAWAY);
 //! - output: replies are charged to `max_total_output` as on HTTP/1.1, and at most
 //!   [`MAX_SEND_BUF`] bytes per stream wait in the h2 crate for a window; a peer that
-//!   takes nothing while replies wait for `send_timeout` is closed;
+//!   takes nothing while replies wait for `send_timeout` is closed, whether it leaves the
+//!   socket unread or withholds flow-control window from a stream
+//!   ([`super::h2_progress`]);
 //! - idle: a connection with no stream for `idle_timeout` is closed with GOAWAY.
 
 use crate::conn::ConnInfo;
 use crate::http::auth::Memo;
+use crate::http::h2_progress::Watch;
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::shared::Shared;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -53,20 +56,27 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         .unwrap_or(u32::MAX)
         .max(1);
     let memo = Arc::new(Memo::default());
+    let replies = Watch::new();
     // Requests being answered (low bits) and every request ever seen (high bits).
     let busy = Arc::new(AtomicUsize::new(0));
     let service = {
-        let (shared, info, busy) = (shared.clone(), info.clone(), busy.clone());
+        let (shared, info, busy, replies) =
+            (shared.clone(), info.clone(), busy.clone(), replies.clone());
         hyper::service::service_fn(move |req| {
-            let (shared, info, busy, memo) =
-                (shared.clone(), info.clone(), busy.clone(), memo.clone());
+            let (shared, info, busy, memo, replies) = (
+                shared.clone(),
+                info.clone(),
+                busy.clone(),
+                memo.clone(),
+                replies.clone(),
+            );
             async move {
                 busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
                 // No WebSocket over HTTP/2 (RFC 8441 is not offered): no upgrade slot.
                 let no_upgrade = Default::default();
                 let reply = super::service::route(req, &shared, &info, &no_upgrade, &memo).await;
                 busy.fetch_sub(1, Ordering::Relaxed);
-                Ok::<_, Infallible>(reply)
+                Ok::<_, Infallible>(reply.map(|body| replies.watch(body)))
             }
         })
     };
@@ -98,7 +108,8 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                 closing = true;
             }
             _ = check.tick() => {
-                if stall.stalled_for().is_some_and(|t| t >= send_timeout) {
+                let unread = replies.longest_wait().is_some_and(|t| t >= send_timeout);
+                if unread || stall.stalled_for().is_some_and(|t| t >= send_timeout) {
                     tracing::info!(peer = %info.peer, "peer stopped reading (send_timeout); closing");
                     if let Some(m) = &shared.metrics {
                         m.refused("send_timeout");

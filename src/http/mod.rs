@@ -8,6 +8,7 @@ pub(crate) mod body;
 mod console;
 pub(crate) mod encoding;
 mod h2;
+mod h2_progress;
 pub(crate) mod metrics_only;
 pub(crate) mod origin;
 pub(crate) mod reply;
