@@ -129,36 +129,3 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         }
     }
 }
-
-/// Whether `io` opens with the HTTP/2 connection preface, reading on (within the sniff
-/// deadline) while its first bytes, which made an HTTP/1.x request line `PRI `, still
-/// could; with the stream, every byte read kept. `None`: closed or too slow.
-pub(crate) async fn opens_with_preface<S: Stream>(
-    io: Rewind<S>,
-    shared: &Shared,
-) -> Option<(bool, Rewind<S>)> {
-    use rpcmux_sniff::Probe;
-    use tokio::io::AsyncReadExt;
-    let (prefix, mut inner) = io.into_parts();
-    if rpcmux_sniff::http2(&prefix) != Probe::NeedMore {
-        let h2 = rpcmux_sniff::http2(&prefix) == Probe::Match;
-        return Some((h2, Rewind::new(prefix, inner)));
-    }
-    let mut buf = bytes::BytesMut::from(&prefix[..]);
-    let read = async {
-        loop {
-            match rpcmux_sniff::http2(&buf) {
-                Probe::NeedMore => {}
-                verdict => return Some(verdict == Probe::Match),
-            }
-            let want = rpcmux_sniff::HTTP2_PREFACE.len() - buf.len();
-            match (&mut inner).take(want as u64).read_buf(&mut buf).await {
-                Ok(n) if n > 0 => {}
-                _ => return None,
-            }
-        }
-    };
-    let deadline = shared.config.limits.sniff_timeout();
-    let h2 = tokio::time::timeout(deadline, read).await.ok()??;
-    Some((h2, Rewind::new(buf.freeze(), inner)))
-}

@@ -84,13 +84,6 @@ const RELEASE_IDLE_AFTER: Duration = Duration::from_secs(1);
 /// and any bytes it had read), waits for its next byte with a small buffer, and starts a
 /// fresh hyper connection with that byte replayed.
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    // `PRI * HTTP/2.0` also sniffs as an HTTP/1.x request line: HTTP/2 is told here.
-    let Some((h2, io)) = super::h2::opens_with_preface(io, &shared).await else {
-        return;
-    };
-    if h2 {
-        return Box::pin(super::h2::serve(io, info, shared)).await;
-    }
     let idle = shared
         .config
         .limits

@@ -149,7 +149,7 @@ async fn serve_framer(
     shared: Arc<Shared>,
 ) {
     match framer {
-        Proto::Http => Box::pin(crate::http::service::serve(io, info, shared)).await,
+        Proto::Http => Box::pin(crate::http::entry::serve(io, info, shared)).await,
         Proto::JsonrpcTcp => Box::pin(crate::stream::jsonrpc_tcp::serve(io, info, shared)).await,
         Proto::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)).await,
         Proto::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)).await,
