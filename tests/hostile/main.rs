@@ -13,6 +13,7 @@ mod common;
 mod amplification;
 mod auth_flood;
 mod data;
+mod http2;
 mod interop;
 mod memory;
 mod shutdown;

@@ -17,6 +17,7 @@ mod config_file;
 mod connections;
 mod embed;
 mod fuzz_regressions;
+mod http2;
 mod jsonrpc_http;
 mod jsonrpc_tcp;
 mod msgpack;

@@ -1,0 +1,216 @@
+"""A raw HTTP/2 client written with the `h2` library (python-hyper), frame by frame, for
+what stock clients do not do on purpose: answers that come before the body is sent,
+readers that withhold flow-control window, and the known HTTP/2 floods.
+
+Usage: h2_raw.py PORT COMMAND [ARG]. Prints one JSON document; exits non-zero on a
+protocol surprise.
+  over-limit N     POST a JSON-RPC body of N bytes; the status and body the server sent
+  zero-window      SETTINGS_INITIAL_WINDOW_SIZE=0, ask for a 300 kB echo, never read it:
+                   how long until the server closed the connection
+  rapid-reset N    open N streams (a 2 s `sleep` each) and reset each at once: the
+                   GOAWAY error code if the server sent one, and how many streams went out
+  continuation N   HEADERS without END_HEADERS, then up to N CONTINUATION frames of 16 KiB:
+                   how many went out before the server closed
+  ping-flood N     N PINGs and SETTINGS frames without reading the ACKs: whether the
+                   connection was closed and how many frames went out
+"""
+import json
+import socket
+import struct
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+
+PORT = int(sys.argv[1])
+COMMAND = sys.argv[2]
+ARG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+
+
+def connect(settings=None, timeout=30):
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=timeout)
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    c.initiate_connection()
+    if settings:
+        c.update_settings(settings)
+    s.sendall(c.data_to_send())
+    return s, c
+
+
+def headers(n=None):
+    h = [(":method", "POST"), (":path", "/"), (":scheme", "http"), (":authority", "127.0.0.1"),
+         ("content-type", "application/json")]
+    if n is not None:
+        h.append(("content-length", str(n)))
+    return h
+
+
+def call_body(method, params):
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+
+
+def over_limit(n):
+    s, c = connect()
+    body = call_body("echo", ["x" * n])
+    c.send_headers(1, headers(len(body)))
+    status, data, sent = None, b"", 0
+    while True:
+        # Send what the window allows; the server may answer before it has it all.
+        while sent < len(body) and c.local_flow_control_window(1) > 0:
+            k = min(c.local_flow_control_window(1), c.max_outbound_frame_size, len(body) - sent)
+            c.send_data(1, body[sent:sent + k], end_stream=sent + k == len(body))
+            sent += k
+        try:
+            s.sendall(c.data_to_send())
+        except OSError:
+            pass
+        d = s.recv(65536)
+        if not d:
+            break
+        for e in c.receive_data(d):
+            if isinstance(e, h2.events.ResponseReceived):
+                status = int(dict(e.headers)[":status"])
+            elif isinstance(e, h2.events.DataReceived):
+                data += e.data
+                c.acknowledge_received_data(e.flow_controlled_length, 1)
+            elif isinstance(e, (h2.events.StreamEnded, h2.events.StreamReset)):
+                s.close()
+                return {"status": status, "body": data.decode()}
+    raise SystemExit("connection closed without an answer")
+
+
+def wait_closed(s, c, limit):
+    """Read (acknowledging nothing) until the server closes; seconds it took."""
+    t = time.monotonic()
+    s.settimeout(limit)
+    goaway = None
+    try:
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            for e in c.receive_data(d):
+                if isinstance(e, h2.events.ConnectionTerminated):
+                    goaway = int(e.error_code)
+    except socket.timeout:
+        return {"closed_after": None, "goaway": goaway}
+    except ConnectionResetError:
+        pass
+    return {"closed_after": round(time.monotonic() - t, 2), "goaway": goaway}
+
+
+def zero_window():
+    s, c = connect({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+    body = call_body("echo", ["z" * 300_000])
+    c.send_headers(1, headers(len(body)))
+    sent = 0
+    s.settimeout(30)
+    t = time.monotonic()
+    while sent < len(body):
+        w = c.local_flow_control_window(1)
+        if w > 0:
+            k = min(w, c.max_outbound_frame_size, len(body) - sent)
+            c.send_data(1, body[sent:sent + k], end_stream=sent + k == len(body))
+            sent += k
+            s.sendall(c.data_to_send())
+            continue
+        d = s.recv(65536)
+        if not d:
+            raise SystemExit("closed before the request was sent")
+        c.receive_data(d)
+        s.sendall(c.data_to_send())
+    # Never a WINDOW_UPDATE for stream 1: the reply can only wait.
+    out = wait_closed(s, c, 120)
+    out["closed_after"] = round(time.monotonic() - t, 2) if out["closed_after"] is not None else None
+    return out
+
+
+def rapid_reset(n):
+    s, c = connect()
+    body = call_body("sleep", [2000])
+    sent = 0
+    goaway = None
+    s.settimeout(0.0)
+    try:
+        for i in range(n):
+            sid = c.get_next_available_stream_id()
+            c.send_headers(sid, headers(len(body)))
+            c.send_data(sid, body, end_stream=True)
+            c.reset_stream(sid)
+            s.sendall(c.data_to_send())
+            sent += 1
+            try:
+                d = s.recv(65536)
+                if d == b"":
+                    break
+                for e in c.receive_data(d):
+                    if isinstance(e, h2.events.ConnectionTerminated):
+                        goaway = int(e.error_code)
+            except BlockingIOError:
+                pass
+            if goaway is not None:
+                break
+    except (BrokenPipeError, ConnectionResetError, h2.exceptions.ProtocolError):
+        pass
+    if goaway is None:
+        s.settimeout(5)
+        try:
+            while True:
+                d = s.recv(65536)
+                if not d:
+                    break
+                for e in c.receive_data(d):
+                    if isinstance(e, h2.events.ConnectionTerminated):
+                        goaway = int(e.error_code)
+        except (socket.timeout, ConnectionResetError, h2.exceptions.ProtocolError):
+            pass
+    return {"streams": sent, "goaway": goaway}
+
+
+def frame(kind, flags, stream, payload):
+    return struct.pack("!I", len(payload))[1:] + bytes([kind, flags]) + struct.pack("!I", stream) + payload
+
+
+def continuation(n):
+    s, c = connect()
+    block = c.encoder.encode(headers())
+    s.sendall(frame(0x1, 0x0, 1, block))  # HEADERS, no END_HEADERS
+    sent = 0
+    junk = c.encoder.encode([("x-pad", "p" * 16000)])
+    try:
+        for _ in range(n):
+            s.sendall(frame(0x9, 0x0, 1, junk))  # CONTINUATION, no END_HEADERS
+            sent += 1
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    out = wait_closed(s, c, 30)
+    out["frames"] = sent
+    return out
+
+
+def ping_flood(n):
+    s, c = connect()
+    s.settimeout(10)
+    sent = 0
+    try:
+        for i in range(n):
+            s.sendall(frame(0x6, 0x0, 0, struct.pack("!Q", i)) + frame(0x4, 0x0, 0, b""))
+            sent += 1
+    except (BrokenPipeError, ConnectionResetError, socket.timeout):
+        pass
+    out = wait_closed(s, c, 5)
+    out["frames"] = sent
+    return out
+
+
+COMMANDS = {
+    "over-limit": lambda: over_limit(ARG),
+    "zero-window": zero_window,
+    "rapid-reset": lambda: rapid_reset(ARG),
+    "continuation": lambda: continuation(ARG),
+    "ping-flood": lambda: ping_flood(ARG),
+}
+print(json.dumps(COMMANDS[COMMAND]()))
