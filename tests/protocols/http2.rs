@@ -25,7 +25,7 @@ fn curl(args: &[&str], url: &str) -> (String, u16, String) {
     )
 }
 
-fn json_post<'a>(body: &'a str) -> Vec<&'a str> {
+fn json_post(body: &str) -> Vec<&str> {
     vec![
         "-H",
         "content-type: application/json",
