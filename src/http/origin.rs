@@ -2,7 +2,8 @@
 //! for POSTs, and the CORS headers for allowed foreign origins.
 //!
 //! A request without `Origin` comes from a program (curl, every RPC client library) and
-//! is allowed; one whose origin is the server's own (`Origin` names the `Host`) too.
+//! is allowed; one whose origin is the server's own (`Origin` names the `Host`, or over
+//! HTTP/2 the `:authority`) too.
 //! Any other origin is allowed only if `[web] allowed_origins` lists it (or `*`).
 //! Refused origins get 403 on the upgrade and on POST alike: a cross-origin POST of a
 //! form-encoded body needs no preflight, so the browser would send it and the call
@@ -21,15 +22,16 @@ pub(crate) enum Verdict {
     Refused(String),
 }
 
-pub(crate) fn judge(headers: &HeaderMap, allowed: &[String]) -> Verdict {
+/// `authority`: the request's `:authority`, HTTP/2's stand-in for `Host`.
+pub(crate) fn judge(headers: &HeaderMap, authority: Option<&str>, allowed: &[String]) -> Verdict {
     let Some(origin) = headers.get(ORIGIN) else {
         return Verdict::Own;
     };
     let text = origin.to_str().unwrap_or("").trim_end_matches('/');
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
+    let host = match headers.get(HOST) {
+        Some(h) => h.to_str().unwrap_or(""),
+        None => authority.unwrap_or(""),
+    };
     let authority = text.split_once("://").map(|(_, a)| a).unwrap_or("");
     if !host.is_empty() && authority.eq_ignore_ascii_case(host) {
         return Verdict::Own;
@@ -54,15 +56,25 @@ pub(crate) fn from_browser(headers: &HeaderMap) -> bool {
         || headers.contains_key("sec-websocket-key")
 }
 
-/// May a browser reach the server by the name in `Host`? IP addresses and `localhost`
+/// May a browser reach the server by the name in `Host` (or, over HTTP/2, which has
+/// none, the request's `:authority`, given as `authority`)? IP addresses and `localhost`
 /// (and `*.localhost`) always; other names only when `allowed` lists them (`name`,
-/// `.domain` for it and its subdomains, `*`). A missing `Host` is not a browser's.
-pub(crate) fn host_allowed(headers: &HeaderMap, allowed: &[String]) -> bool {
-    let Some(host) = headers.get(HOST) else {
-        return true;
-    };
-    let Ok(host) = host.to_str() else {
-        return false;
+/// `.domain` for it and its subdomains, `*`). A request naming no host at all is not a
+/// browser's.
+pub(crate) fn host_allowed(
+    headers: &HeaderMap,
+    authority: Option<&str>,
+    allowed: &[String],
+) -> bool {
+    let host = match headers.get(HOST) {
+        Some(h) => match h.to_str() {
+            Ok(h) => h,
+            Err(_) => return false,
+        },
+        None => match authority {
+            Some(a) => a,
+            None => return true,
+        },
     };
     let name = match host.strip_prefix('[') {
         // An IPv6 literal: [::1]:port
@@ -124,7 +136,7 @@ mod tests {
     fn browsers_reach_the_server_by_its_addresses_localhost_and_listed_names_only() {
         let ok = |host: &str, allowed: &[&str]| {
             let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
-            host_allowed(&headers(None, host), &allowed)
+            host_allowed(&headers(None, host), None, &allowed)
         };
         for host in [
             "127.0.0.1:54321",
@@ -138,6 +150,15 @@ mod tests {
         }
         // A rebinding attacker's name resolves to the server but is not one of its names.
         assert!(!ok("rebind.attacker.example:54321", &[]));
+        // HTTP/2 has no Host: its :authority is judged the same.
+        let none = HeaderMap::new();
+        assert!(!host_allowed(
+            &none,
+            Some("rebind.attacker.example:443"),
+            &[]
+        ));
+        assert!(host_allowed(&none, Some("127.0.0.1:443"), &[]));
+        assert!(host_allowed(&none, None, &[]), "no host named at all");
         assert!(!ok("localhost.attacker.example", &[]));
         assert!(!ok("[not-an-ip]:1", &[]));
         assert!(ok("rpc.example.com:443", &["rpc.example.com"]));
@@ -154,27 +175,35 @@ mod tests {
     #[test]
     fn programs_and_same_origin_pass_others_only_if_listed() {
         let none: Vec<String> = vec![];
-        assert_eq!(judge(&headers(None, "a:1"), &none), Verdict::Own);
+        assert_eq!(judge(&headers(None, "a:1"), None, &none), Verdict::Own);
+        // HTTP/2: no Host, the :authority names the server.
+        let mut h2 = HeaderMap::new();
+        h2.insert(ORIGIN, HeaderValue::from_static("https://a:1"));
+        assert_eq!(judge(&h2, Some("a:1"), &none), Verdict::Own);
         assert_eq!(
-            judge(&headers(Some("http://a:1"), "a:1"), &none),
+            judge(&h2, Some("b:1"), &none),
+            Verdict::Refused("https://a:1".into())
+        );
+        assert_eq!(
+            judge(&headers(Some("http://a:1"), "a:1"), None, &none),
             Verdict::Own
         );
         assert!(matches!(
-            judge(&headers(Some("http://evil"), "a:1"), &none),
+            judge(&headers(Some("http://evil"), "a:1"), None, &none),
             Verdict::Refused(_)
         ));
         assert!(matches!(
-            judge(&headers(Some("null"), "a:1"), &none),
+            judge(&headers(Some("null"), "a:1"), None, &none),
             Verdict::Refused(_)
         ));
         let listed = vec!["https://app.example".to_string()];
         assert!(matches!(
-            judge(&headers(Some("https://app.example"), "a:1"), &listed),
+            judge(&headers(Some("https://app.example"), "a:1"), None, &listed),
             Verdict::Allowed(_)
         ));
         let any = vec!["*".to_string()];
         assert!(matches!(
-            judge(&headers(Some("null"), "a:1"), &any),
+            judge(&headers(Some("null"), "a:1"), None, &any),
             Verdict::Allowed(_)
         ));
     }

@@ -260,8 +260,10 @@ pub(super) async fn route(
     upgrade: &std::sync::Mutex<Option<Upgraded>>,
     memo: &Memo,
 ) -> Reply {
+    // HTTP/2 carries the host as `:authority`, not `Host`.
+    let authority = req.uri().authority().map(|a| a.as_str());
     if origin::from_browser(req.headers())
-        && !origin::host_allowed(req.headers(), &shared.config.web.allowed_hosts)
+        && !origin::host_allowed(req.headers(), authority, &shared.config.web.allowed_hosts)
     {
         // DNS rebinding: a page on a name the attacker points at this server is "same
         // origin" with it; only the names the server is known by are served to browsers.
@@ -274,7 +276,7 @@ pub(super) async fn route(
             "host name not allowed for browsers (see [web] allowed_hosts, --allow-host)\n",
         );
     }
-    let verdict = origin::judge(req.headers(), &shared.config.web.allowed_origins);
+    let verdict = origin::judge(req.headers(), authority, &shared.config.web.allowed_origins);
     let is_ws = handshake::is_upgrade(&req);
     if let Verdict::Refused(o) = &verdict {
         if is_ws || req.method() == Method::POST || req.method() == Method::OPTIONS {

@@ -9,4 +9,5 @@
 mod common;
 
 mod auth;
+mod console_h2;
 mod websocket;
