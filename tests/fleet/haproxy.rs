@@ -10,7 +10,8 @@ use crate::common::{run_py, Server};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-struct HaProxy(Child);
+/// A running haproxy, killed on drop (shared with haproxy_identity.rs).
+pub(crate) struct HaProxy(pub(crate) Child);
 
 impl Drop for HaProxy {
     fn drop(&mut self) {
@@ -19,7 +20,7 @@ impl Drop for HaProxy {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

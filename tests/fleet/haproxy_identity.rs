@@ -7,26 +7,10 @@
 
 use crate::common::pki::{Pki, CLIENT_CN};
 use crate::common::{run_py, Server};
+use crate::haproxy::{free_port, HaProxy};
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct HaProxy(Child);
-
-impl Drop for HaProxy {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// One JSON-RPC call of `method` through HAProxy's TLS frontend on `port`, with the
 /// client certificate `cert` ("client", "rogue") or none; the whole reply.
