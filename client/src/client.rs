@@ -1,5 +1,6 @@
 //! The client: one connection to one server, speaking one protocol.
 
+use crate::dial::Endpoint;
 use crate::error::ClientError;
 use crate::login::login;
 use crate::opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts};
@@ -9,7 +10,6 @@ use crate::stream;
 use crate::{http, jsonrpc_tcp, msgpack, stomp, tls, ws};
 use rpcmux_value::Params;
 use std::time::Duration;
-use tokio::net::TcpStream;
 
 /// A connection to one server, speaking one protocol. `call` takes `&self`: share the
 /// client (an `Arc`) between tasks to run calls concurrently.
@@ -25,15 +25,16 @@ enum Inner {
 }
 
 impl Client {
-    /// Open a TCP connection to `addr` (`host:port`), TLS on it if `opts.tls` says so,
-    /// and start `proto` on it.
+    /// Open a connection to `addr`, TLS on it if `opts.tls` says so, and start `proto`
+    /// on it. `addr` is `HOST:PORT` (TCP), or a Unix-domain socket: `unix:/path` (a
+    /// socket file) or `unix:@name` (Linux's abstract namespace); see [`Endpoint`].
     pub async fn connect(
         proto: ClientProto,
         addr: &str,
         opts: ConnectOpts,
     ) -> Result<Client, ClientError> {
         let io = dial(proto, addr, &opts).await?;
-        Client::over(proto, io, addr, opts).await
+        Client::over(proto, io, Endpoint::parse(addr).authority(), opts).await
     }
 
     /// Connect as [`Client::connect`] does, but hand back a stream protocol's parts
@@ -45,7 +46,8 @@ impl Client {
         opts: &ConnectOpts,
     ) -> Result<raw::Parts<Box<dyn Io>>, ClientError> {
         let io = dial(proto, addr, opts).await?;
-        tokio::time::timeout(opts.timeout, stream_parts(proto, io, addr, opts))
+        let host = Endpoint::parse(addr).authority();
+        tokio::time::timeout(opts.timeout, stream_parts(proto, io, host, opts))
             .await
             .map_err(|_| ClientError::Connect(format!("{proto} handshake timed out")))?
     }
@@ -160,27 +162,21 @@ impl Client {
     }
 }
 
-/// Open a TCP connection to `addr`, with TLS on it if `opts.tls` says so.
+/// Open a connection to `addr` (TCP or Unix-domain), with TLS on it if `opts.tls` says so.
 async fn dial(
     proto: ClientProto,
     addr: &str,
     opts: &ConnectOpts,
 ) -> Result<Box<dyn Io>, ClientError> {
-    let tcp = tokio::time::timeout(opts.timeout, TcpStream::connect(addr))
-        .await
-        .map_err(|_| ClientError::Connect(format!("{addr}: timed out")))?
-        .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
-    // Calls are small request/reply messages: never hold one back waiting for more.
-    tcp.set_nodelay(true)
-        .map_err(|e| ClientError::Connect(format!("{addr}: {e}")))?;
+    let at = Endpoint::parse(addr);
+    let io = at.connect(opts.timeout).await?;
     match &opts.tls {
-        None => Ok(Box::new(tcp)),
+        None => Ok(io),
         Some(tls) => {
-            let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h);
-            let handshake = tls::handshake(tcp, host, tls, proto);
+            let handshake = tls::handshake(io, at.host(), tls, proto);
             let stream = tokio::time::timeout(opts.timeout, handshake)
                 .await
-                .map_err(|_| ClientError::Connect(format!("{addr}: TLS handshake timed out")))??;
+                .map_err(|_| ClientError::Connect(format!("{at}: TLS handshake timed out")))??;
             Ok(Box::new(stream))
         }
     }

@@ -14,6 +14,9 @@
 //! # Ok(()) }
 //! ```
 //!
+//! An address is `HOST:PORT` (TCP) or a Unix-domain socket, `unix:/path` or
+//! `unix:@name` ([`Endpoint`]).
+//!
 //! Two shapes of transport sit behind [`Client`]:
 //! - HTTP (XML-RPC, JSON-RPC): one hyper HTTP/1.1 keep-alive connection; calls on it
 //!   take turns (HTTP/1.1 answers in order, so one connection carries one call at a
@@ -36,6 +39,7 @@
 
 mod client;
 mod credentials;
+mod dial;
 mod error;
 mod http;
 mod json;
@@ -51,6 +55,7 @@ mod xmlrpc;
 
 pub use client::Client;
 pub use credentials::Credentials;
+pub use dial::Endpoint;
 pub use error::ClientError;
 pub use opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts, TlsOpts};
 pub use tls::handshake as tls_handshake;

@@ -3,13 +3,12 @@
 //! a client certificate can be presented for mutual TLS.
 
 use crate::error::ClientError;
-use crate::opts::{ClientProto, TlsOpts};
+use crate::opts::{ClientProto, Io, TlsOpts};
 use rustls::crypto::aws_lc_rs;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
 use std::sync::Arc;
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
@@ -55,24 +54,24 @@ fn config(opts: &TlsOpts, proto: ClientProto) -> Result<ClientConfig, ClientErro
     Ok(config)
 }
 
-/// Run the TLS handshake over `tcp` as [`Client::connect`](crate::Client::connect)
+/// Run the TLS handshake over `io` (a TCP or Unix-domain stream) as [`Client::connect`](crate::Client::connect)
 /// does (the ALPN `proto` needs), for a caller that dials itself (its own connect
 /// deadline) and then starts the protocol with [`Client::over`](crate::Client::over).
 /// `host` is the address's host part: the name the server's certificate must carry
 /// unless `opts.server_name` says otherwise.
-pub async fn handshake(
-    tcp: TcpStream,
+pub async fn handshake<S: Io>(
+    io: S,
     host: &str,
     opts: &TlsOpts,
     proto: ClientProto,
-) -> Result<TlsStream<TcpStream>, ClientError> {
+) -> Result<TlsStream<S>, ClientError> {
     let connector = TlsConnector::from(Arc::new(config(opts, proto)?));
     let name = opts.server_name.as_deref().unwrap_or(host);
     // `[::1]` in an address is `::1` in a certificate.
     let name = name.trim_start_matches('[').trim_end_matches(']');
     let name = ServerName::try_from(name.to_string()).map_err(|e| bad("server name", e))?;
     connector
-        .connect(name, tcp)
+        .connect(name, io)
         .await
         .map_err(|e| bad("handshake", e))
 }
