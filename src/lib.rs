@@ -82,10 +82,11 @@ pub use config::{
     AccessLevel, Config, EventsConfig, Limits, OpsConfig, Proto, StompConfig, TlsConfig, TlsMode,
     WebConfig, WsConfig,
 };
+pub use conn::PeerCred;
 pub use events::EventHub;
 pub use front::tls::TlsReloader;
 pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
-pub use server::Server;
+pub use server::{PassedListener, Server};
 pub use verbs::{
     Args, CallContext, ParamSpec, RegisterError, Verb, VerbBuilder, VerbTable, WhenBusy,
 };

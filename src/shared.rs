@@ -57,7 +57,8 @@ impl Shared {
     /// The per-call context for calls arriving on the connection `info` describes.
     pub fn call_context(&self, info: &ConnInfo, protocol: &'static str) -> CallContext {
         let mut ctx = CallContext::new(protocol, self.events.clone());
-        ctx.peer = Some(info.peer);
+        ctx.peer = info.peer.addr();
+        ctx.peer_cred = info.peer.cred();
         ctx.peer_identity = info.peer_identity.clone();
         ctx.flow_id = info.flow_id.clone();
         ctx.abort = Some(self.abort_calls.clone());

@@ -10,10 +10,10 @@
 //! sockets (`@name`) that containers and some service managers hand out. Both do
 //! nothing when their variables are unset, so the same binary runs outside systemd.
 
+use crate::server::PassedListener;
 use socket2::{SockRef, Socket, Type};
 use std::ffi::OsStr;
 use std::io;
-use std::net::TcpListener;
 use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::UnixDatagram;
@@ -90,11 +90,12 @@ static TAKEN: AtomicBool = AtomicBool::new(false);
 /// sd_listen_fds(3)): file descriptors 3 onwards when `LISTEN_PID` is our pid, as many as
 /// `LISTEN_FDS` says. Empty when the variables are unset or meant for another process,
 /// and on every call after the first (the sockets have one owner). Each must be a
-/// listening TCP socket (`ListenStream=` with an IP address and port); anything else
-/// is an error naming the descriptor. The sockets are marked close-on-exec; the
+/// listening stream socket: TCP (`ListenStream=` with an IP address and port) or
+/// Unix-domain (`ListenStream=/run/rpcmux.sock`); anything else is an error naming the
+/// descriptor. The sockets are marked close-on-exec; the
 /// variables are left as they are (changing the environment of a running,
 /// multi-threaded process is not sound).
-pub fn listen_fds() -> io::Result<Vec<TcpListener>> {
+pub fn listen_fds() -> io::Result<Vec<PassedListener>> {
     let pid = std::env::var("LISTEN_PID").ok();
     let fds = std::env::var("LISTEN_FDS").ok();
     let n = passed(pid.as_deref(), fds.as_deref(), std::process::id())?;
@@ -130,15 +131,15 @@ fn passed(pid: Option<&str>, fds: Option<&str>, me: u32) -> io::Result<RawFd> {
 }
 
 /// Take ownership of the passed descriptor `fd` once it is known to be a listening
-/// TCP socket.
-fn adopt(fd: RawFd) -> io::Result<TcpListener> {
+/// TCP or Unix-domain stream socket.
+fn adopt(fd: RawFd) -> io::Result<PassedListener> {
     let not = |why: String| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("socket activation: fd {fd} is not a listening TCP socket ({why})"),
+            format!("socket activation: fd {fd} is not a listening stream socket ({why})"),
         )
     };
-    {
+    let unix = {
         // SAFETY: only borrowed for these checks, during which nothing closes it (it is
         // ours alone: the service manager passed it, and `TAKEN` admits one taker). A
         // descriptor that is not open fails the first check with EBADF.
@@ -148,18 +149,23 @@ fn adopt(fd: RawFd) -> io::Result<TcpListener> {
         if kind != Type::STREAM {
             return Err(not("not a stream socket".into()));
         }
-        if sock.local_addr()?.as_socket().is_none() {
-            return Err(not("not an IP socket".into()));
+        let local = sock.local_addr()?;
+        if local.as_socket().is_none() && local.domain() != socket2::Domain::UNIX {
+            return Err(not("neither an IP nor a Unix-domain socket".into()));
         }
         if !sock.is_listener()? {
             return Err(not("not listening".into()));
         }
-    }
+        local.domain() == socket2::Domain::UNIX
+    };
     // SAFETY: an open socket (checked above) that nothing else in the process owns.
     let socket = Socket::from(unsafe { OwnedFd::from_raw_fd(fd) });
     socket.set_cloexec(true)?;
     socket.set_nonblocking(true)?;
-    Ok(socket.into())
+    Ok(match unix {
+        true => PassedListener::Unix(socket.into()),
+        false => PassedListener::Tcp(socket.into()),
+    })
 }
 
 #[cfg(test)]
@@ -212,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn only_listening_tcp_sockets_are_adopted() {
+    fn only_listening_stream_sockets_are_adopted() {
         // A connected-to-nothing stream socket: TCP, but not listening. It is adopted
         // by `adopt` only on success, so on the expected error it stays ours to close.
         let sock = Socket::new(socket2::Domain::IPV4, Type::STREAM, None).unwrap();
@@ -227,7 +233,19 @@ mod tests {
         let listening = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listening.local_addr().unwrap();
         let fd = std::os::fd::IntoRawFd::into_raw_fd(listening);
-        let adopted = adopt(fd).unwrap();
+        let Ok(PassedListener::Tcp(adopted)) = adopt(fd) else {
+            panic!("a TCP listener")
+        };
         assert_eq!(adopted.local_addr().unwrap(), addr);
+
+        let name = format!("rpcmux-adopt-{}", std::process::id());
+        let at = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+        let unix = std::os::unix::net::UnixListener::bind_addr(&at).unwrap();
+        let fd = std::os::fd::IntoRawFd::into_raw_fd(unix);
+        let Ok(PassedListener::Unix(adopted)) = adopt(fd) else {
+            panic!("a Unix listener")
+        };
+        let local = adopted.local_addr().unwrap();
+        assert_eq!(local.as_abstract_name(), Some(name.as_bytes()));
     }
 }

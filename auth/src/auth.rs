@@ -225,6 +225,13 @@ impl Auth {
         Principal::new(name, Via::Certificate)
     }
 
+    /// The principal a Unix-domain socket's peer makes: `uid:1000` for the process the
+    /// kernel says connected as user id 1000 (`SO_PEERCRED`), a user of the file as
+    /// `[users."uid:1000"]`, with only the anonymous permissions if it is not there.
+    pub fn unix_peer(&self, uid: u32) -> Principal {
+        Principal::new(format!("uid:{uid}"), Via::Peer)
+    }
+
     /// May `who` (`None`: no credentials) call `verb` (its registered name)?
     /// Deny wins over allow; an authenticated caller may also call what `anonymous`
     /// may. Cheap: asked before every call.

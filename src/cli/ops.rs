@@ -3,9 +3,10 @@
 //! (`Type=notify`), and reload the TLS material on SIGHUP (`systemctl reload`).
 //! Outside systemd (no `LISTEN_*`, no `NOTIFY_SOCKET`) only the SIGHUP reload applies.
 
+use rpcmux::config::Listen;
+use rpcmux::PassedListener;
 use rpcmux::{Config, TlsReloader};
 use std::future::Future;
-use std::net::{SocketAddr, TcpListener};
 
 /// The listening sockets systemd passed, with `config.listen` adjusted to go with them.
 ///
@@ -15,7 +16,10 @@ use std::net::{SocketAddr, TcpListener};
 /// `listen` in the config file) are bound as well, since the operator asked for them
 /// (an admin-only address next to the activated public one, say). An address both
 /// places name fails with "address in use", which points at the duplicate.
-pub fn inherited(config: &mut Config, explicit_listen: bool) -> std::io::Result<Vec<TcpListener>> {
+pub fn inherited(
+    config: &mut Config,
+    explicit_listen: bool,
+) -> std::io::Result<Vec<PassedListener>> {
     #[cfg(target_os = "linux")]
     {
         let passed = rpcmux::systemd::listen_fds()?;
@@ -39,11 +43,11 @@ pub fn inherited(config: &mut Config, explicit_listen: bool) -> std::io::Result<
 }
 
 /// Tell systemd the server is ready (every listener bound). Nothing without systemd.
-pub fn ready(addrs: &[SocketAddr]) {
+pub fn ready(addrs: &[Listen]) {
     notify(&format!("READY=1\nSTATUS={}", listening(addrs)));
 }
 
-fn listening(addrs: &[SocketAddr]) -> String {
+fn listening(addrs: &[Listen]) -> String {
     let list: Vec<String> = addrs.iter().map(ToString::to_string).collect();
     format!("listening on {}", list.join(", "))
 }
@@ -74,7 +78,7 @@ pub fn reload_on_sighup(
     reloader: Option<TlsReloader>,
     upstreams: Option<rpcmux::gateway::UpstreamRefresher>,
     auth: Option<std::sync::Arc<rpcmux::auth::Auth>>,
-    addrs: Vec<SocketAddr>,
+    addrs: Vec<Listen>,
 ) {
     #[cfg(unix)]
     {

@@ -11,9 +11,20 @@ use std::process::ExitCode;
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on (repeatable; HOST:PORT, IPv4:PORT or [IPv6]:PORT; a name is
-    /// resolved at startup and each of its addresses bound; port 0 picks a free port).
+    /// resolved at startup and each of its addresses bound; port 0 picks a free port;
+    /// unix:/PATH for a Unix-domain socket file, unix:@NAME for an abstract one).
     #[arg(long = "listen", short = 'l', value_name = "ADDR")]
     listen: Vec<String>,
+    /// Permission bits of the Unix socket files (octal, e.g. 0660): who may connect is
+    /// who may write the file.
+    #[arg(long, value_name = "MODE", value_parser = unix_mode)]
+    unix_mode: Option<u32>,
+    /// Owner of the Unix socket files (a user name or uid; needs privilege).
+    #[arg(long, value_name = "USER")]
+    unix_owner: Option<String>,
+    /// Group of the Unix socket files (a group name or gid).
+    #[arg(long, value_name = "GROUP")]
+    unix_group: Option<String>,
     /// TOML config file with the same settings (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -301,7 +312,7 @@ impl ServeArgs {
         if !self.listen.is_empty() {
             c.listen = Config::resolve_listen(&self.listen).map_err(|e| e.to_string())?;
             // The names the server is given are names browsers may use (`[web] allowed_hosts`).
-            for spec in &self.listen {
+            for spec in self.listen.iter().filter(|s| !s.starts_with("unix:")) {
                 if let Some((host, _)) = spec.rsplit_once(':') {
                     if host.parse::<std::net::IpAddr>().is_err() && !host.starts_with('[') {
                         c.web.allowed_hosts.push(host.to_owned());
@@ -309,6 +320,9 @@ impl ServeArgs {
                 }
             }
         }
+        c.unix.mode = self.unix_mode.or(c.unix.mode);
+        c.unix.owner = self.unix_owner.or(c.unix.owner.take());
+        c.unix.group = self.unix_group.or(c.unix.group.take());
         if self.no_demo {
             c.demo = false;
         }
@@ -448,14 +462,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
             server.tls_reloader(),
             server.upstream_refresher(),
             server.auth(),
-            server.local_addrs(),
+            server.listening(),
         );
         // Listening for SIGTERM/SIGINT from before "listening on" is printed: one sent as
         // soon as that line appears must start a graceful shutdown, not kill the process.
         let stop = shutdown_signal();
         {
             let mut out = std::io::stdout().lock();
-            for addr in server.local_addrs() {
+            for addr in server.listening() {
                 let _ = writeln!(out, "listening on {addr}");
             }
             if let Some(addr) = server.metrics_addr() {
@@ -464,7 +478,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
             let _ = out.flush();
         }
-        ops::ready(&server.local_addrs());
+        ops::ready(&server.listening());
         server.run(ops::stopping_after(stop)).await;
         tracing::info!("stopped");
         ExitCode::SUCCESS
@@ -490,4 +504,10 @@ fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     async {
         let _ = tokio::signal::ctrl_c().await;
     }
+}
+
+/// `--unix-mode`: octal permission bits.
+fn unix_mode(text: &str) -> Result<u32, String> {
+    rpcmux::config::parse_mode(text)
+        .ok_or_else(|| format!("{text}: expected octal permission bits such as 0660"))
 }

@@ -1,5 +1,6 @@
 //! The server address of `rpcmux call` and `rpcmux bench`: `HOST:PORT`, or the URL forms
 //! users paste (`http://HOST:PORT/PATH`, `ws://HOST:PORT/`, their TLS forms, `tcp://`).
+//! A Unix-domain socket is `unix:/path` or `unix:@name`.
 //! Checked here so that a bad one is refused with the forms that work, not with the
 //! resolver's "invalid socket address".
 
@@ -9,7 +10,7 @@ use rpcmux::client::ClientProto;
 /// and TLS its scheme implies.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Target {
-    /// `host:port`, as `Client::connect` dials it.
+    /// `host:port` or `unix:/path`, as `Client::connect` dials it.
     pub addr: String,
     /// The path of an `http://` or `ws://` URL, when not `/`.
     pub path: Option<String>,
@@ -19,11 +20,22 @@ pub struct Target {
     pub tls: bool,
 }
 
-const FORMS: &str =
-    "expected HOST:PORT (such as localhost:54321) or a URL (http://HOST:PORT/PATH, ws://HOST:PORT/)";
+const FORMS: &str = "expected HOST:PORT (such as localhost:54321), a URL (http://HOST:PORT/PATH, \
+                     ws://HOST:PORT/) or a Unix socket (unix:/PATH, unix:@NAME)";
 
 /// Read `text`, the address argument.
 pub fn parse(text: &str) -> Result<Target, String> {
+    if let Some(rest) = text.strip_prefix("unix:") {
+        if rest.is_empty() || rest == "@" {
+            return Err(format!("`{text}`: no socket path or name; {FORMS}"));
+        }
+        return Ok(Target {
+            addr: text.to_owned(),
+            path: None,
+            proto: None,
+            tls: false,
+        });
+    }
     let (scheme, rest) = match text.split_once("://") {
         Some((scheme, rest)) => (Some(scheme.to_ascii_lowercase()), rest),
         None => (None, text),
@@ -127,5 +139,13 @@ mod tests {
             e.contains("--password-file") && !e.contains("s3cret"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn unix_sockets() {
+        assert_eq!(ok("unix:/run/rpcmux.sock").addr, "unix:/run/rpcmux.sock");
+        assert_eq!(ok("unix:@rpcmux").addr, "unix:@rpcmux");
+        assert!(parse("unix:").is_err());
+        assert!(parse("unix:@").is_err());
     }
 }

@@ -13,6 +13,7 @@ mod listen;
 mod ops;
 mod stomp;
 mod tls;
+mod unix;
 mod upstream;
 mod web;
 
@@ -21,9 +22,11 @@ pub use auth::AuthConfig;
 pub use error::ConfigError;
 pub use events::EventsConfig;
 pub use limits::Limits;
+pub use listen::Listen;
 pub use ops::OpsConfig;
 pub use stomp::StompConfig;
 pub use tls::{TlsConfig, TlsMode};
+pub use unix::{parse_mode, UnixAddr, UnixConfig};
 pub use upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
 pub use web::{WebConfig, WsConfig};
 
@@ -73,11 +76,14 @@ impl Proto {
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Addresses to listen on, every protocol on each (default `127.0.0.1:54321`;
-    /// port 0 picks a free port, see [`Server::local_addrs`](crate::Server::local_addrs)).
-    /// In a config file, entries may also be `HOST:PORT` names, resolved when the file
-    /// is read ([`Config::resolve_listen`]).
+    /// port 0 picks a free port, see [`Server::local_addrs`](crate::Server::local_addrs)),
+    /// TCP or Unix-domain sockets (`unix:/path`, `unix:@name`). In a config file,
+    /// entries may also be `HOST:PORT` names, resolved when the file is read
+    /// ([`Config::resolve_listen`]).
     #[serde(deserialize_with = "listen::deserialize")]
-    pub listen: Vec<SocketAddr>,
+    pub listen: Vec<Listen>,
+    /// How socket files are made: their mode, owner and group (`[unix]`).
+    pub unix: UnixConfig,
     /// Register the demo verbs (`ping`, `echo`, `VM.*`, ...). Off by default so a
     /// library server serves only its own verbs; `rpcmux serve` turns it on unless
     /// told `--no-demo` or `demo = false`.
@@ -113,7 +119,8 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            listen: vec![SocketAddr::from(([127, 0, 0, 1], 54321))],
+            listen: vec![Listen::Tcp(SocketAddr::from(([127, 0, 0, 1], 54321)))],
+            unix: UnixConfig::default(),
             demo: false,
             protocols: Proto::ALL.to_vec(),
             limits: Limits::default(),
@@ -134,12 +141,15 @@ impl Config {
     /// Listen addresses from text, as `rpcmux serve --listen` and the config file take
     /// them: IP literals as they are, `HOST:PORT` names resolved now to every address of
     /// the name this machine has (each once). A name with none is an error naming it.
+    /// `unix:/path` and `unix:@name` are Unix-domain sockets.
     ///
     /// ```
-    /// let addrs = rpcmux::Config::resolve_listen(&["localhost:0"]).unwrap();
-    /// assert!(addrs.iter().all(|a| a.ip().is_loopback()));
+    /// use rpcmux::config::Listen;
+    /// let addrs = rpcmux::Config::resolve_listen(&["localhost:0", "unix:/run/rpcmux.sock"]).unwrap();
+    /// assert!(matches!(&addrs[0], Listen::Tcp(a) if a.ip().is_loopback()));
+    /// assert_eq!(addrs.last().unwrap().to_string(), "unix:/run/rpcmux.sock");
     /// ```
-    pub fn resolve_listen<S: AsRef<str>>(specs: &[S]) -> std::io::Result<Vec<SocketAddr>> {
+    pub fn resolve_listen<S: AsRef<str>>(specs: &[S]) -> std::io::Result<Vec<Listen>> {
         listen::resolve(specs)
     }
 }

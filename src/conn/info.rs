@@ -1,13 +1,13 @@
 //! Who a connection is and how far it has come.
 
-use std::net::SocketAddr;
+use crate::conn::Peer;
 use std::sync::Arc;
 
 /// Facts about a connection that framers pass on to verbs.
 #[derive(Clone, Debug)]
 pub(crate) struct ConnInfo {
     pub id: u64,
-    pub peer: SocketAddr,
+    pub peer: Peer,
     pub peer_identity: Option<Arc<str>>,
     /// Which front layers (PROXY header, TLS) are behind us.
     pub stage: Stage,

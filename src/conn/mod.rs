@@ -7,9 +7,12 @@ pub(crate) mod budget;
 mod caller;
 mod info;
 pub(crate) mod out;
+mod peer;
 pub(crate) mod per_ip;
 pub mod refusals;
 pub mod reply_cap;
 
 pub use caller::Caller;
 pub(crate) use info::{ConnInfo, Stage};
+pub use peer::PeerCred;
+pub(crate) use peer::{throttle_ip, Peer};

@@ -4,13 +4,15 @@
 //!
 //! IPv6 clients are counted per /64: one host usually owns a whole /64, so per-address
 //! counting would not bind it. A trusted PROXY peer (a load balancer) is not counted;
-//! the client its header names is.
+//! the client its header names is. Over a Unix-domain socket the count is per user id:
+//! local processes have no address, and one user must not lock out the others.
 
+use crate::conn::Peer;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-/// The unit a cap is counted in: an IPv4 address or an IPv6 /64.
+/// The unit a cap is counted in: an IPv4 address, an IPv6 /64 or a local user id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Key(u128);
 
@@ -20,6 +22,15 @@ impl Key {
             IpAddr::V4(v4) => Key(u32::from(v4) as u128),
             // Tagged above the v4 range so the two never collide.
             IpAddr::V6(v6) => Key((u128::from(v6) & !((1u128 << 64) - 1)) | 1 << 32),
+        }
+    }
+
+    /// A Unix socket's process is counted by its uid, tagged apart from both above
+    /// (bit 33 set, bit 32 and the upper 64 bits clear).
+    fn of_peer(peer: &Peer) -> Key {
+        match peer {
+            Peer::Tcp(a) => Key::of(a.ip()),
+            Peer::Unix(c) => Key(1 << 33 | c.uid as u128),
         }
     }
 }
@@ -60,9 +71,13 @@ impl PerIp {
         })
     }
 
-    /// Take one slot of `kind` for `ip`, or `None` when its cap is reached. With no cap
-    /// configured nothing is counted (and nothing locked).
-    pub fn try_take(self: &Arc<Self>, ip: IpAddr, kind: Kind) -> Option<Option<Held>> {
+    /// Take one slot of `kind` for `peer`, or `None` when its cap is reached. With no
+    /// cap configured nothing is counted (and nothing locked).
+    pub fn try_take(self: &Arc<Self>, peer: &Peer, kind: Kind) -> Option<Option<Held>> {
+        self.take(Key::of_peer(peer), kind)
+    }
+
+    fn take(self: &Arc<Self>, key: Key, kind: Kind) -> Option<Option<Held>> {
         let cap = match kind {
             Kind::Conn => self.max_conns,
             Kind::Sniffing => self.max_sniffing,
@@ -70,7 +85,6 @@ impl PerIp {
         if cap == 0 {
             return Some(None);
         }
-        let key = Key::of(ip);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let c = counts.entry(key).or_default();
         let n = match kind {
@@ -117,22 +131,26 @@ impl Drop for Held {
 mod tests {
     use super::*;
 
+    fn ip(s: &str) -> Peer {
+        Peer::Tcp(std::net::SocketAddr::new(s.parse().unwrap(), 1))
+    }
+
     #[test]
     fn caps_per_address_and_forgets_released_ones() {
         let t = PerIp::new(2, 1);
-        let a: IpAddr = "10.0.0.1".parse().unwrap();
-        let b: IpAddr = "10.0.0.2".parse().unwrap();
-        let c1 = t.try_take(a, Kind::Conn).unwrap();
-        let c2 = t.try_take(a, Kind::Conn).unwrap();
-        assert!(t.try_take(a, Kind::Conn).is_none(), "third from a");
+        let a = ip("10.0.0.1");
+        let b = ip("10.0.0.2");
+        let c1 = t.try_take(&a, Kind::Conn).unwrap();
+        let c2 = t.try_take(&a, Kind::Conn).unwrap();
+        assert!(t.try_take(&a, Kind::Conn).is_none(), "third from a");
         assert!(
-            t.try_take(b, Kind::Conn).unwrap().is_some(),
+            t.try_take(&b, Kind::Conn).unwrap().is_some(),
             "b is separate"
         );
-        let s = t.try_take(a, Kind::Sniffing).unwrap();
-        assert!(t.try_take(a, Kind::Sniffing).is_none());
+        let s = t.try_take(&a, Kind::Sniffing).unwrap();
+        assert!(t.try_take(&a, Kind::Sniffing).is_none());
         drop((c1, s));
-        assert!(t.try_take(a, Kind::Conn).unwrap().is_some());
+        assert!(t.try_take(&a, Kind::Conn).unwrap().is_some());
         drop(c2);
         assert_eq!(t.len(), 0, "no entry outlives its holders");
     }
@@ -140,26 +158,46 @@ mod tests {
     #[test]
     fn ipv6_counts_per_64_and_v4_mapped_as_v4() {
         let t = PerIp::new(1, 0);
-        let x = t
-            .try_take("2001:db8::1".parse().unwrap(), Kind::Conn)
-            .unwrap();
+        let x = t.try_take(&ip("2001:db8::1"), Kind::Conn).unwrap();
+        assert!(t.try_take(&ip("2001:db8::ffff"), Kind::Conn).is_none());
         assert!(t
-            .try_take("2001:db8::ffff".parse().unwrap(), Kind::Conn)
-            .is_none());
-        assert!(t
-            .try_take("2001:db8:0:1::1".parse().unwrap(), Kind::Conn)
+            .try_take(&ip("2001:db8:0:1::1"), Kind::Conn)
             .unwrap()
             .is_some());
-        let y = t.try_take("10.1.1.1".parse().unwrap(), Kind::Conn).unwrap();
-        assert!(t
-            .try_take("::ffff:10.1.1.1".parse().unwrap(), Kind::Conn)
-            .is_none());
+        let y = t.try_take(&ip("10.1.1.1"), Kind::Conn).unwrap();
+        assert!(t.try_take(&ip("::ffff:10.1.1.1"), Kind::Conn).is_none());
         assert!(
-            t.try_take("10.1.1.1".parse().unwrap(), Kind::Sniffing)
+            t.try_take(&ip("10.1.1.1"), Kind::Sniffing)
                 .unwrap()
                 .is_none(),
             "cap 0: not counted"
         );
         drop((x, y));
+    }
+}
+
+#[cfg(test)]
+mod unix_tests {
+    use super::*;
+    use crate::conn::PeerCred;
+
+    #[test]
+    fn unix_peers_count_per_uid_apart_from_addresses() {
+        let t = PerIp::new(1, 0);
+        let user = |uid| {
+            Peer::Unix(PeerCred {
+                uid,
+                gid: 0,
+                pid: None,
+            })
+        };
+        let a = t.try_take(&user(1000), Kind::Conn).unwrap();
+        assert!(t.try_take(&user(1000), Kind::Conn).is_none(), "same uid");
+        let b = t.try_take(&user(1001), Kind::Conn).unwrap();
+        // uid 0 and the address 0.0.0.0 are different keys.
+        let c = t.try_take(&user(0), Kind::Conn).unwrap();
+        let tcp = Peer::Tcp("0.0.0.0:1".parse().unwrap());
+        assert!(t.try_take(&tcp, Kind::Conn).unwrap().is_some());
+        drop((a, b, c));
     }
 }

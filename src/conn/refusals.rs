@@ -4,7 +4,7 @@
 //! seen): each reason keeps a counter, and past [`BURST`] lines in a second its
 //! refusals are only counted; the next line logged says how many were not.
 
-use std::net::SocketAddr;
+use crate::conn::Peer;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
@@ -84,7 +84,7 @@ pub const BURST: u64 = 10;
 
 impl Refusals {
     /// Count a refusal and log it unless this reason was logged less than a second ago.
-    pub fn refuse(&self, why: Refusal, peer: SocketAddr, detail: &str) {
+    pub fn refuse(&self, why: Refusal, peer: Peer, detail: &str) {
         let i = why as usize;
         let total = self.total[i].fetch_add(1, Ordering::Relaxed) + 1;
         let second = self.start.elapsed().as_secs();
@@ -117,7 +117,7 @@ mod tests {
     #[test]
     fn counts_every_refusal() {
         let r = Refusals::default();
-        let peer = "127.0.0.1:1".parse().unwrap();
+        let peer = Peer::Tcp("127.0.0.1:1".parse().unwrap());
         for _ in 0..1000 {
             r.refuse(Refusal::Sniffing, peer, "test");
         }

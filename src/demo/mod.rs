@@ -29,10 +29,13 @@ pub fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
         .handler(|mut a, _| async move { Ok(a.take_value(0)) })?;
     t.verb("whoami")
         .returns("struct")
-        .help("Describe the caller as the server sees it: peer (the client address, from a trusted PROXY header when there is one), identity (the verified TLS client certificate's subject CN or first SAN, or nil), principal (who --auth says is calling, or nil), protocol.")
+        .help("Describe the caller as the server sees it: peer (the client address, from a trusted PROXY header when there is one; over a Unix socket the process's unix(uid=..,gid=..,pid=..)), identity (the verified TLS client certificate's subject CN or first SAN, or nil), principal (who --auth says is calling, or nil), protocol.")
         .handler(|_, ctx| async move {
             Ok(vstruct! {
-                "peer" => ctx.peer.map(|p| p.to_string()),
+                "peer" => match (ctx.peer, ctx.peer_cred) {
+                    (Some(a), _) => Some(a.to_string()),
+                    (None, c) => c.map(|c| c.to_string()),
+                },
                 "identity" => ctx.peer_identity.as_deref(),
                 "principal" => ctx.principal().as_deref(),
                 "protocol" => ctx.protocol,

@@ -43,9 +43,10 @@ impl Front {
         })
     }
 
-    /// Is `ip` a trusted PROXY peer (a balancer, whose socket carries many clients)?
-    pub fn trusts(&self, ip: std::net::IpAddr) -> bool {
-        self.trusted.contains(ip)
+    /// Is `peer` a trusted PROXY peer (a balancer, whose socket carries many clients)?
+    /// `proxy_from` names networks, so a process on a Unix socket is never one.
+    pub fn trusts(&self, peer: &crate::conn::Peer) -> bool {
+        peer.ip().is_some_and(|ip| self.trusted.contains(ip))
     }
 
     pub fn tls(&self) -> Option<&Tls> {
@@ -66,9 +67,7 @@ impl Front {
     pub fn admit(&self, detected: Detected, info: &ConnInfo) -> Result<(), Refused> {
         let refused = match detected {
             Detected::ProxyHeader if info.stage != Stage::Start => Refused::ProxyNotFirst,
-            Detected::ProxyHeader if !self.trusted.contains(info.peer.ip()) => {
-                Refused::ProxyUntrusted
-            }
+            Detected::ProxyHeader if !self.trusts(&info.peer) => Refused::ProxyUntrusted,
             Detected::ProxyHeader => return Ok(()),
             Detected::Tls if info.stage == Stage::Tls => Refused::TlsInTls,
             Detected::Tls if self.tls.is_none() => Refused::TlsOff,

@@ -365,7 +365,7 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo, mem
                 .ops
                 .metrics_from
                 .iter()
-                .any(|n| n.contains(&info.peer.ip().to_canonical())) =>
+                .any(|n| info.peer.ip().is_some_and(|ip| n.contains(&ip))) =>
         {
             tracing::debug!(peer = %info.peer, "/metrics refused: not in [ops] metrics_from");
             text(

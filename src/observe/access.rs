@@ -2,7 +2,7 @@
 //! for every call slower than the threshold (VDSM's habit), whatever the level.
 
 use crate::config::AccessLevel;
-use std::net::SocketAddr;
+use crate::conn::Peer;
 use std::time::Duration;
 
 /// The access log's settings, copied into every call.
@@ -19,7 +19,8 @@ pub(crate) struct Line<'a> {
     pub method: &'a str,
     /// The name the client asked for, when no verb has it.
     pub requested: Option<&'a str>,
-    pub peer: Option<SocketAddr>,
+    /// A TCP client's address, or a Unix socket's process: `unix(uid=..,gid=..,pid=..)`.
+    pub peer: Option<Peer>,
     pub identity: Option<&'a str>,
     pub flow_id: Option<&'a str>,
     pub elapsed: Duration,

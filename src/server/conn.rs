@@ -9,30 +9,31 @@
 use crate::config::Proto;
 use crate::conn::per_ip::{Held, Kind};
 use crate::conn::refusals::Refusal;
-use crate::conn::{ConnInfo, Stage};
+use crate::conn::{ConnInfo, Peer, Stage};
 use crate::io::{Metered, Rewind, Stream};
 use crate::shared::Shared;
 use crate::sniff::{self, Decision, Detected};
 use bytes::{Bytes, BytesMut};
-use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::sync::OwnedSemaphorePermit;
 
 /// Serve one accepted socket. `counted` is its per-address connection slot (none for a
 /// trusted PROXY peer, whose real client is counted once its header is read).
 pub(crate) async fn handle(
-    stream: TcpStream,
-    peer: SocketAddr,
+    mut io: Conn,
+    peer: Peer,
     id: u64,
     shared: Arc<Shared>,
     mut counted: Option<Held>,
 ) {
-    let _ = stream.set_nodelay(true);
+    if let Conn::Plain(tcp) = &io {
+        let _ = tcp.set_nodelay(true);
+    }
     let mut info = ConnInfo {
         id,
         peer,
@@ -42,7 +43,6 @@ pub(crate) async fn handle(
         caller: None,
         http2: false,
     };
-    let mut io = Conn::Plain(stream);
     loop {
         let Some(slot) = SniffSlot::take(&shared, &info) else {
             return;
@@ -79,7 +79,7 @@ pub(crate) async fn handle(
                     return;
                 };
                 // The balancer's socket was not counted; the client it names is.
-                match shared.per_ip.try_take(info.peer.ip(), Kind::Conn) {
+                match shared.per_ip.try_take(&info.peer, Kind::Conn) {
                     Some(held) => counted = held,
                     None => {
                         let detail = "too many connections from this client";
@@ -117,9 +117,13 @@ pub(crate) async fn handle(
         drop(slot);
         tracing::debug!(peer = %info.peer, conn = info.id, ?detected, "protocol detected");
         if let Some(auth) = &shared.auth {
-            // A verified certificate (here, or at a trusted proxy) is a principal from
-            // the first call on; anyone else starts anonymous.
-            let who = info.peer_identity.as_deref().map(|n| auth.certificate(n));
+            // A verified certificate (here, or at a trusted proxy), or a Unix socket's
+            // uid, is a principal from the first call on; anyone else starts anonymous.
+            let who = match (info.peer_identity.as_deref(), info.peer.cred()) {
+                (Some(name), _) => Some(auth.certificate(name)),
+                (None, Some(cred)) => Some(auth.unix_peer(cred.uid)),
+                (None, None) => None,
+            };
             info.caller = Some(crate::conn::Caller::new(auth.clone(), who));
         }
         let (sniffed, io) = rewound.into_parts();
@@ -165,10 +169,10 @@ struct SniffSlot {
 impl SniffSlot {
     fn take(shared: &Arc<Shared>, info: &ConnInfo) -> Option<SniffSlot> {
         // A trusted balancer's own socket is not capped per address: it carries many clients.
-        let per_ip = if info.stage == Stage::Start && shared.front.trusts(info.peer.ip()) {
+        let per_ip = if info.stage == Stage::Start && shared.front.trusts(&info.peer) {
             None
         } else {
-            match shared.per_ip.try_take(info.peer.ip(), Kind::Sniffing) {
+            match shared.per_ip.try_take(&info.peer, Kind::Sniffing) {
                 Some(held) => held,
                 None => {
                     let detail = "too many connections from this client still sniffing";
@@ -240,9 +244,10 @@ async fn sniff_once(io: &mut Conn, info: &ConnInfo, shared: &Shared) -> Option<(
 }
 
 /// The stream under the framers: the accepted socket itself (static dispatch on the
-/// common path) or what a front layer made of it (TLS, bytes after a PROXY header).
+/// common paths) or what a front layer made of it (TLS, bytes after a PROXY header).
 pub(crate) enum Conn {
     Plain(TcpStream),
+    Unix(UnixStream),
     Layered(Box<dyn Stream>),
 }
 
@@ -250,6 +255,10 @@ macro_rules! delegate {
     ($self:ident, $s:ident => $e:expr) => {
         match $self.get_mut() {
             Conn::Plain($s) => {
+                let $s = Pin::new($s);
+                $e
+            }
+            Conn::Unix($s) => {
                 let $s = Pin::new($s);
                 $e
             }
@@ -289,6 +298,7 @@ impl AsyncWrite for Conn {
     fn is_write_vectored(&self) -> bool {
         match self {
             Conn::Plain(s) => s.is_write_vectored(),
+            Conn::Unix(s) => s.is_write_vectored(),
             Conn::Layered(s) => s.is_write_vectored(),
         }
     }

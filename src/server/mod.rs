@@ -2,6 +2,10 @@
 
 mod conn;
 mod listener;
+mod passed;
+mod socket_file;
+
+pub use passed::PassedListener;
 
 use crate::config::{Config, Proto};
 use crate::conn::refusals::Refusals;
@@ -9,6 +13,7 @@ use crate::events::EventHub;
 use crate::shared::Shared;
 use crate::sniff::{self, Detected, Probes};
 use crate::verbs::VerbTable;
+use listener::Listener;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -21,7 +26,7 @@ use tokio_util::task::TaskTracker;
 
 /// A bound server, ready to run.
 pub struct Server {
-    listeners: Vec<TcpListener>,
+    listeners: Vec<Listener>,
     /// `[ops] metrics_listen`: `/metrics` alone, off the RPC port.
     metrics_listener: Option<TcpListener>,
     shared: Arc<Shared>,
@@ -31,17 +36,19 @@ impl Server {
     /// Bind every `config.listen` address (port 0 picks a free port). The demo verbs
     /// are added to `verbs` when `config.demo` is set.
     pub async fn bind(config: Config, verbs: VerbTable) -> io::Result<Server> {
-        Self::from_listeners(config, verbs, Vec::new()).await
+        Self::from_listeners(config, verbs, Vec::<PassedListener>::new()).await
     }
 
     /// Like [`bind`](Self::bind), also serving `listeners`: sockets already bound and
     /// listening, such as those systemd passes on socket activation
     /// ([`systemd::listen_fds`](crate::systemd::listen_fds)). Every `config.listen`
     /// address is bound besides them; set `config.listen` empty to serve only these.
+    /// Each is a [`PassedListener`]: a `std::net::TcpListener` or a
+    /// `std::os::unix::net::UnixListener` converts into one.
     pub async fn from_listeners(
         config: Config,
         mut verbs: VerbTable,
-        listeners: Vec<std::net::TcpListener>,
+        listeners: impl IntoIterator<Item = impl Into<PassedListener>>,
     ) -> io::Result<Server> {
         if config.demo {
             #[cfg(feature = "demo")]
@@ -99,13 +106,22 @@ impl Server {
         let front = crate::front::Front::from_config(&config)?;
         let mut listeners = listeners
             .into_iter()
-            .map(|l| {
-                l.set_nonblocking(true)?;
-                TcpListener::from_std(l)
+            .map(|l| match l.into() {
+                PassedListener::Tcp(l) => {
+                    l.set_nonblocking(true)?;
+                    TcpListener::from_std(l).map(Listener::Tcp)
+                }
+                PassedListener::Unix(l) => {
+                    l.set_nonblocking(true)?;
+                    tokio::net::UnixListener::from_std(l).map(|listener| Listener::Unix {
+                        listener,
+                        _file: None,
+                    })
+                }
             })
             .collect::<io::Result<Vec<_>>>()?;
         for addr in &config.listen {
-            listeners.push(listener::bind(*addr, config.limits.backlog)?);
+            listeners.push(Listener::bind(addr, &config.unix, config.limits.backlog)?);
         }
         let probes = crate::front::Front::probes(probes_for(&config.protocols));
         let events = Arc::new(EventHub::new(config.limits.max_subscriptions));
@@ -145,12 +161,20 @@ impl Server {
         })
     }
 
-    /// The bound addresses, with the real ports.
+    /// The bound TCP addresses, with the real ports.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
-        self.listeners
-            .iter()
-            .filter_map(|l| l.local_addr().ok())
+        self.listening()
+            .into_iter()
+            .filter_map(|l| match l {
+                crate::config::Listen::Tcp(a) => Some(a),
+                crate::config::Listen::Unix(_) => None,
+            })
             .collect()
+    }
+
+    /// Every address served, TCP (with the real ports) and Unix-domain sockets.
+    pub fn listening(&self) -> Vec<crate::config::Listen> {
+        self.listeners.iter().filter_map(Listener::local).collect()
     }
 
     /// The address `/metrics` is served on when `[ops] metrics_listen` is set.

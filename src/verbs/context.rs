@@ -9,8 +9,12 @@ use std::sync::Arc;
 pub struct CallContext {
     /// The protocol the call came in by ("jsonrpc-http", "jsonrpc-tcp", ...).
     pub protocol: &'static str,
-    /// The client: the socket peer, or the address a trusted PROXY header gave.
+    /// The client: the socket peer, or the address a trusted PROXY header gave; `None`
+    /// over a Unix-domain socket (see `peer_cred`).
     pub peer: Option<SocketAddr>,
+    /// Over a Unix-domain socket, the connecting process's uid, gid and pid as the
+    /// kernel recorded them (`SO_PEERCRED`).
+    pub peer_cred: Option<crate::conn::PeerCred>,
     /// A correlation id when the transport carries one (STOMP `ovirtCorrelationId`).
     pub flow_id: Option<String>,
     /// The verified TLS client identity (certificate subject), when mutual TLS is on.
@@ -69,13 +73,11 @@ impl CallContext {
         }
     }
 
-    /// The address failed logins are throttled by: the client's, or the unspecified
-    /// address for a call that came with none (an embedder's own transport).
+    /// The address failed logins are throttled by: the client's, one per local user
+    /// over a Unix socket, or the unspecified address for a call that came with
+    /// neither (an embedder's own transport).
     pub(crate) fn source_ip(&self) -> std::net::IpAddr {
-        self.peer
-            .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| {
-                p.ip().to_canonical()
-            })
+        crate::conn::throttle_ip(self.peer, self.peer_cred)
     }
 
     /// A context for calling a table directly (tests, embedders' own transports):
@@ -84,6 +86,7 @@ impl CallContext {
         CallContext {
             protocol,
             peer: None,
+            peer_cred: None,
             flow_id: None,
             peer_identity: None,
             session: None,

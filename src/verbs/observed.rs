@@ -1,6 +1,7 @@
 //! One call's observation: counted when it starts, timed, counted and logged by outcome
 //! when it ends. Started from `VerbTable::dispatch`, finished where its reply is ready.
 
+use crate::conn::Peer;
 use crate::observe::access::AccessLog;
 use crate::observe::metrics::{CallLabels, HandledLabels, Metrics};
 use crate::verbs::{CallContext, Output};
@@ -13,7 +14,6 @@ use prometheus_client::metrics::histogram::Histogram;
 /// invariant.
 use quanta::Instant;
 use rpcmux_value::RpcError;
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// The name `method` carries for a verb that does not exist: metric labels stay
@@ -159,7 +159,10 @@ impl Observer {
                 // Only the log shows what was asked for, cut short.
                 None => Method::Unknown(requested.chars().take(64).collect()),
             },
-            peer: ctx.peer,
+            peer: match (ctx.peer, ctx.peer_cred) {
+                (Some(a), _) => Some(Peer::Tcp(a)),
+                (None, c) => c.map(Peer::Unix),
+            },
             identity: match &ctx.caller {
                 Some(c) => Identity::Caller(c.clone()),
                 None => Identity::Name(ctx.peer_identity.clone()),
@@ -199,7 +202,7 @@ pub(crate) struct Call {
     started: Instant,
     protocol: &'static str,
     method: Method,
-    peer: Option<SocketAddr>,
+    peer: Option<Peer>,
     identity: Identity,
     flow_id: Option<String>,
     access: AccessLog,

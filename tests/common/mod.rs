@@ -20,8 +20,11 @@ use std::time::{Duration, Instant};
 /// A running `rpcmux serve`; killed on drop. Its stderr (the log) is collected.
 pub struct Server {
     child: Child,
+    /// The first TCP address (`0.0.0.0:0` when it listens on Unix sockets only).
     pub addr: SocketAddr,
     pub addrs: Vec<SocketAddr>,
+    /// The Unix-domain sockets, as printed: `unix:/path`, `unix:@name`.
+    pub unix: Vec<String>,
     log: Arc<Mutex<String>>,
 }
 
@@ -71,9 +74,10 @@ impl Server {
         });
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut addrs = Vec::new();
+        let mut unix = Vec::new();
         let mut line = String::new();
         // One "listening on" line per listener; the first non-matching line or EOF ends it.
-        while addrs.len() < want {
+        while addrs.len() + unix.len() < want {
             line.clear();
             if stdout.read_line(&mut line).unwrap_or(0) == 0 {
                 panic!(
@@ -85,12 +89,20 @@ impl Server {
                 .trim()
                 .strip_prefix("listening on ")
                 .unwrap_or_else(|| panic!("unexpected stdout line {line:?}"));
-            addrs.push(addr.parse().expect("address"));
+            if addr.starts_with("unix:") {
+                unix.push(addr.to_owned());
+            } else {
+                addrs.push(addr.parse().expect("address"));
+            }
         }
         Server {
             child,
-            addr: addrs[0],
+            addr: addrs
+                .first()
+                .copied()
+                .unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0))),
             addrs,
+            unix,
             log,
         }
     }

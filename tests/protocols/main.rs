@@ -25,4 +25,5 @@ mod openrpc_generator;
 mod serve_startup;
 mod stomp;
 mod typed_verbs;
+mod unix_socket;
 mod xmlrpc;

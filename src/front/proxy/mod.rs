@@ -95,7 +95,7 @@ pub(crate) async fn read_header<S: Stream>(
     buf.advance(h.len);
     let proxy = info.peer;
     if let Some(client) = h.source {
-        info.peer = client;
+        info.peer = crate::conn::Peer::Tcp(client);
     }
     info.stage = Stage::Proxied;
     tracing::debug!(

@@ -156,14 +156,16 @@ fn times(cfg: &BenchConfig) -> (Instant, Instant, Instant) {
     (start, start + cfg.warmup, start + cfg.warmup + cfg.duration)
 }
 
-async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<tokio::net::TcpStream>, String> {
+/// Plain connections (TCP or Unix-domain) for the echo-server ceiling.
+async fn connect_raw(cfg: &BenchConfig) -> Result<Vec<Box<dyn rpcmux::client::Io>>, String> {
+    let at = rpcmux::client::Endpoint::parse(&cfg.addr);
     let mut conns = Vec::with_capacity(cfg.connections);
     for i in 0..cfg.connections {
-        let tcp = tokio::net::TcpStream::connect(&cfg.addr)
+        let io = at
+            .connect(cfg.opts.timeout)
             .await
-            .and_then(|t| t.set_nodelay(true).map(|_| t))
             .map_err(|e| format!("connection {} of {}: {e}", i + 1, cfg.connections))?;
-        conns.push(tcp);
+        conns.push(io);
     }
     Ok(conns)
 }

@@ -1,0 +1,131 @@
+//! Who is at the other end of a connection: a TCP client's address, or the process
+//! behind a Unix-domain socket, known by the kernel's account of it (`SO_PEERCRED`).
+
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+
+/// The credentials of the process that connected over a Unix-domain socket, as the
+/// kernel recorded them at `connect` (`SO_PEERCRED`): not something the client says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PeerCred {
+    /// The connecting process's effective user id.
+    pub uid: u32,
+    /// Its effective group id.
+    pub gid: u32,
+    /// Its process id, where the platform reports one.
+    pub pid: Option<i32>,
+}
+
+impl PeerCred {
+    /// The principal these credentials make when authentication is on: `uid:1000`.
+    pub fn principal(&self) -> String {
+        format!("uid:{}", self.uid)
+    }
+}
+
+impl std::fmt::Display for PeerCred {
+    /// `unix(uid=1000,gid=1000,pid=4242)`: one token, so a log line keeps it whole.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "unix(uid={},gid={}", self.uid, self.gid)?;
+        if let Some(pid) = self.pid {
+            write!(f, ",pid={pid}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// The other end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peer {
+    /// A TCP client (or the client a trusted PROXY header named).
+    Tcp(SocketAddr),
+    /// A process on this host, over a Unix-domain socket.
+    Unix(PeerCred),
+}
+
+impl Peer {
+    /// The client's address; `None` over a Unix-domain socket.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        match self {
+            Peer::Tcp(a) => Some(*a),
+            Peer::Unix(_) => None,
+        }
+    }
+
+    /// The client's IP address; `None` over a Unix-domain socket.
+    pub fn ip(&self) -> Option<IpAddr> {
+        self.addr().map(|a| a.ip().to_canonical())
+    }
+
+    /// The process's credentials; `None` over TCP.
+    pub fn cred(&self) -> Option<PeerCred> {
+        match self {
+            Peer::Tcp(_) => None,
+            Peer::Unix(c) => Some(*c),
+        }
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Tcp(a) => a.fmt(f),
+            Peer::Unix(c) => c.fmt(f),
+        }
+    }
+}
+
+/// The address failed logins are throttled by for a caller known by `peer` (a TCP
+/// address) or `cred` (a Unix socket's process), `0.0.0.0` for neither (an embedder's own
+/// transport). A uid becomes an address in `100::/64`, the discard-only prefix
+/// (RFC 6666) no real client has: each local user is throttled on its own, never
+/// together with a TCP client.
+pub(crate) fn throttle_ip(peer: Option<SocketAddr>, cred: Option<PeerCred>) -> IpAddr {
+    match (peer, cred) {
+        (Some(a), _) => a.ip().to_canonical(),
+        (None, Some(c)) => IpAddr::V6(Ipv6Addr::new(
+            0x100,
+            0,
+            0,
+            0,
+            0,
+            0,
+            (c.uid >> 16) as u16,
+            c.uid as u16,
+        )),
+        (None, None) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_peer_shows_its_credentials_as_one_token() {
+        let c = PeerCred {
+            uid: 1000,
+            gid: 100,
+            pid: Some(42),
+        };
+        assert_eq!(Peer::Unix(c).to_string(), "unix(uid=1000,gid=100,pid=42)");
+        assert_eq!(c.principal(), "uid:1000");
+        assert_eq!(Peer::Unix(c).ip(), None);
+        let tcp: SocketAddr = "[::ffff:10.0.0.1]:5".parse().unwrap();
+        assert_eq!(Peer::Tcp(tcp).ip(), Some("10.0.0.1".parse().unwrap()));
+    }
+
+    #[test]
+    fn each_uid_is_throttled_apart_from_every_tcp_client() {
+        let cred = |uid| PeerCred {
+            uid,
+            gid: 0,
+            pid: None,
+        };
+        let a = throttle_ip(None, Some(cred(1000)));
+        let b = throttle_ip(None, Some(cred(1001)));
+        assert_ne!(a, b);
+        assert_eq!(a.to_string(), "100::3e8");
+        let tcp: SocketAddr = "127.0.0.1:9".parse().unwrap();
+        assert_eq!(throttle_ip(Some(tcp), Some(cred(1))), tcp.ip());
+    }
+}
