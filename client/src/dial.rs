@@ -129,9 +129,11 @@ mod tests {
             .enable_all()
             .build()
             .unwrap();
-        let connect =
-            Endpoint::parse("unix:/nonexistent/rpcmux.sock").connect(Duration::from_secs(1));
-        let e = rt.block_on(connect).err().expect("no such socket");
+        let at = Endpoint::parse("unix:/nonexistent/rpcmux.sock");
+        let e = rt
+            .block_on(at.connect(Duration::from_secs(1)))
+            .err()
+            .expect("no such socket");
         let text = e.to_string();
         assert!(text.contains("unix:/nonexistent/rpcmux.sock"), "{text}");
     }
