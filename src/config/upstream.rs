@@ -54,8 +54,8 @@ pub struct UpstreamConfig {
     pub idempotent: Vec<String>,
     /// Send the caller's address to HTTP upstreams as `X-Forwarded-For` (the client's
     /// IP: the socket peer, or the address a trusted PROXY header named), so their logs
-    /// and access rules see the client rather than rpcmux (default on). TCP upstreams'
-    /// protocols have nowhere to put it.
+    /// and access rules see the client rather than rpcmux (default on). Stream upstreams'
+    /// protocols (`+tcp`, `jsonrpc+unix`, `msgpack+unix`) have nowhere to put it.
     #[serde(default = "yes")]
     pub forwarded_for: bool,
     /// PEM CA certificate(s) an `https` upstream's certificate must chain to (needed
