@@ -133,7 +133,9 @@ pub struct ServeArgs {
     /// An existing RPC server whose verbs to serve too, `[PREFIX=]URL[,URL...]`
     /// (repeatable): the scheme names its protocol (xmlrpc+http://HOST:PORT/PATH,
     /// jsonrpc+http://HOST:PORT/PATH, jsonrpc+tcp://HOST:PORT, msgpack+tcp://HOST:PORT;
-    /// the +https forms need tls_ca, set in an [[upstream]] table of the config file);
+    /// the +https forms need tls_ca, set in an [[upstream]] table of the config file; on
+    /// a Unix-domain socket xmlrpc+unix:///PATH, jsonrpc+http+unix:///PATH[?path=/P],
+    /// jsonrpc+unix:///PATH, msgpack+unix:///PATH);
     /// commas separate addresses of one server, tried in order. Its verbs are served as
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
     // Parsed in `into_config`, not by clap: clap's error would echo the value, and a

@@ -9,6 +9,8 @@ use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod unix;
+
 /// One server whose verbs rpcmux serves (`[[upstream]]`; docs/gateway.md).
 ///
 /// Its `Debug` hides the secrets: passwords and tokens, and the credentials in a URL.
@@ -17,9 +19,12 @@ use std::time::Duration;
 pub struct UpstreamConfig {
     /// Its address(es), as URLs whose scheme names the protocol
     /// (`xmlrpc+http://HOST:PORT/PATH`, `jsonrpc+http://HOST:PORT/PATH`,
-    /// `jsonrpc+tcp://HOST:PORT`, `msgpack+tcp://HOST:PORT`). Several addresses are one
-    /// server's replicas, tried in order: a call goes to the first that answers.
-    /// In TOML one string or a list. An HTTP URL may carry credentials,
+    /// `jsonrpc+tcp://HOST:PORT`, `msgpack+tcp://HOST:PORT`), or the same on a
+    /// Unix-domain socket (`xmlrpc+unix:///PATH/TO.sock[?path=/RPC2]`,
+    /// `jsonrpc+http+unix://`, `jsonrpc+unix://`, `msgpack+unix://`; `@NAME` for an
+    /// abstract socket; docs/gateway.md). Several addresses are one server's replicas,
+    /// tried in order: a call goes to the first that answers.
+    /// In TOML one string or a list. An HTTP URL with a host may carry credentials,
     /// `xmlrpc+http://USER:PASSWORD@HOST:PORT/PATH` (percent-encoded), sent as HTTP Basic
     /// authentication; logs, metrics and errors show the URL without them.
     #[serde(deserialize_with = "one_or_many")]
@@ -49,8 +54,8 @@ pub struct UpstreamConfig {
     pub idempotent: Vec<String>,
     /// Send the caller's address to HTTP upstreams as `X-Forwarded-For` (the client's
     /// IP: the socket peer, or the address a trusted PROXY header named), so their logs
-    /// and access rules see the client rather than rpcmux (default on). TCP upstreams'
-    /// protocols have nowhere to put it.
+    /// and access rules see the client rather than rpcmux (default on). Stream upstreams'
+    /// protocols (`+tcp`, `jsonrpc+unix`, `msgpack+unix`) have nowhere to put it.
     #[serde(default = "yes")]
     pub forwarded_for: bool,
     /// PEM CA certificate(s) an `https` upstream's certificate must chain to (needed
@@ -404,7 +409,7 @@ impl UpstreamConfig {
             }
             if !urls.iter().all(http) {
                 return Err(err(
-                    "principal_header is for HTTP upstreams (jsonrpc+tcp and msgpack+tcp have no headers)",
+                    "principal_header is for HTTP upstreams (the jsonrpc and msgpack stream schemes have no headers)",
                 ));
             }
         }
@@ -413,9 +418,9 @@ impl UpstreamConfig {
 }
 
 /// Why credentials are refused on the stream schemes.
-const NO_CREDENTIALS_OVER_TCP: &str = "credentials are for HTTP upstreams only: jsonrpc+tcp and \
-     msgpack+tcp have no standard way to send them (put the upstream behind HTTP, or on a \
-     trusted network)";
+const NO_CREDENTIALS_OVER_TCP: &str = "credentials are for HTTP upstreams only: jsonrpc+tcp, \
+     msgpack+tcp, jsonrpc+unix and msgpack+unix have no standard way to send them (put the \
+     upstream behind HTTP, or on a trusted network)";
 
 /// Headers `principal_header` may not name: rpcmux sets them itself, or they frame the
 /// request.
@@ -471,6 +476,9 @@ fn authority(url: &str) -> Option<(&str, &str, &str)> {
 /// metrics and errors show. A text with an `@` it cannot place is shown as its scheme
 /// only.
 fn redacted(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://").filter(|(s, _)| unix::is_unix(s)) {
+        return unix::redacted(scheme, rest);
+    }
     match authority(url) {
         Some((scheme, auth, path)) => {
             let host = auth.rsplit_once('@').map_or(auth, |(_, h)| h);
@@ -496,9 +504,12 @@ fn port_ok(authority: &str) -> bool {
 /// The user name and password in `url`'s authority (`USER:PASSWORD@HOST:PORT`),
 /// percent-decoded; `None` without. The error never holds them.
 fn userinfo(url: &str) -> Result<Option<(String, String)>, &'static str> {
-    let Some((_, auth, _)) = authority(url) else {
+    let Some((scheme, auth, _)) = authority(url) else {
         return Ok(None);
     };
+    if unix::is_unix(scheme) {
+        return Ok(None); // no authority: UpstreamUrl::parse refuses an '@' in it
+    }
     let Some((info, _)) = auth.rsplit_once('@') else {
         return Ok(None);
     };
@@ -552,16 +563,19 @@ pub enum UpstreamProto {
 pub struct UpstreamUrl {
     /// The protocol.
     pub proto: UpstreamProto,
-    /// `HOST:PORT` to connect to.
+    /// Where to connect, as `rpcmux_client::Endpoint` reads it: `HOST:PORT`, or
+    /// `unix:/PATH` / `unix:@NAME` for a Unix-domain socket.
     pub addr: String,
-    /// The HTTP request path (`/` when the URL has none); `None` for stream protocols.
+    /// The HTTP request path (`/` when the URL has none; over a socket, `?path=` or
+    /// XML-RPC's `/RPC2`); `None` for stream protocols.
     pub path: Option<String>,
     /// HTTPS: TLS under the HTTP (`xmlrpc+https`, `jsonrpc+https`).
     pub tls: bool,
 }
 
 impl UpstreamUrl {
-    /// Parse `SCHEME://[USER:PASSWORD@]HOST:PORT[/PATH]`; the credentials are left out
+    /// Parse `SCHEME://[USER:PASSWORD@]HOST:PORT[/PATH]`, or `SCHEME+unix:///PATH` /
+    /// `SCHEME+unix://@NAME` with `?path=` (see `unix.rs`); the credentials are left out
     /// (see [`UpstreamConfig::authorization`]), and no error shows them.
     pub fn parse(url: &str) -> Result<UpstreamUrl, ConfigError> {
         let shown = redacted(url);
@@ -570,6 +584,15 @@ impl UpstreamUrl {
         let (scheme, rest) = url
             .split_once("://")
             .ok_or_else(|| bad("expected SCHEME://HOST:PORT[/PATH]"))?;
+        let unix_url = |proto| {
+            let (addr, path) = unix::parse(rest, unix_http_default(proto)).map_err(|w| bad(&w))?;
+            Ok(UpstreamUrl {
+                proto,
+                addr,
+                path,
+                tls: false,
+            })
+        };
         let (proto, tls) = match scheme {
             "xmlrpc+http" => (UpstreamProto::XmlrpcHttp, false),
             "xmlrpc+https" => (UpstreamProto::XmlrpcHttp, true),
@@ -577,10 +600,25 @@ impl UpstreamUrl {
             "jsonrpc+https" => (UpstreamProto::JsonrpcHttp, true),
             "jsonrpc+tcp" => (UpstreamProto::JsonrpcTcp, false),
             "msgpack+tcp" => (UpstreamProto::Msgpack, false),
+            "xmlrpc+unix" | "xmlrpc+http+unix" => return unix_url(UpstreamProto::XmlrpcHttp),
+            "jsonrpc+http+unix" => return unix_url(UpstreamProto::JsonrpcHttp),
+            "jsonrpc+unix" => return unix_url(UpstreamProto::JsonrpcTcp),
+            "msgpack+unix" => return unix_url(UpstreamProto::Msgpack),
+            "xmlrpc+https+unix" | "jsonrpc+https+unix" => return Err(bad(
+                "no TLS over a Unix-domain socket: the socket file's permissions guard it (xmlrpc+unix, jsonrpc+http+unix)",
+            )),
             _ => return Err(bad(
-                "unknown scheme (xmlrpc+http, xmlrpc+https, jsonrpc+http, jsonrpc+https, jsonrpc+tcp, msgpack+tcp)",
+                "unknown scheme (xmlrpc+http, xmlrpc+https, jsonrpc+http, jsonrpc+https, jsonrpc+tcp, msgpack+tcp; \
+                 on a Unix-domain socket xmlrpc+unix, jsonrpc+http+unix, jsonrpc+unix, msgpack+unix)",
             )),
         };
+        if authority(url)
+            .is_some_and(|(_, a, _)| a.rsplit('@').next().is_some_and(|h| h.starts_with("unix:")))
+        {
+            return Err(bad(
+                "a host named \"unix\" would read as a Unix-domain socket: give its IP, or use a +unix scheme",
+            ));
+        }
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], Some(&rest[i..])),
             None => (rest, None),
@@ -603,6 +641,16 @@ impl UpstreamUrl {
             path: http.then(|| path.unwrap_or("/").to_owned()),
             tls,
         })
+    }
+}
+
+/// The protocol's default HTTP path over a socket, where the URL's path is the socket's:
+/// `/RPC2` for XML-RPC (supervisord's, and XML-RPC clients' usual), `/` for JSON-RPC.
+fn unix_http_default(proto: UpstreamProto) -> Option<&'static str> {
+    match proto {
+        UpstreamProto::XmlrpcHttp => Some("/RPC2"),
+        UpstreamProto::JsonrpcHttp => Some("/"),
+        UpstreamProto::JsonrpcTcp | UpstreamProto::Msgpack => None,
     }
 }
 

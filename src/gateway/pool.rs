@@ -7,12 +7,11 @@
 //! dropped before use and a new one opened, which is how calls resume after the
 //! upstream restarts; one that failed under a call is dropped too.
 
-use rpcmux_client::{Client, ClientError, ClientProto, ConnectOpts, Reply};
+use rpcmux_client::{Client, ClientError, ClientProto, ConnectOpts, Endpoint, Reply};
 use rpcmux_value::Params;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 
 /// Why a call on this address got no reply, sorted by what the caller may do next.
@@ -49,7 +48,7 @@ enum Kind {
     },
 }
 
-/// Connections to one `HOST:PORT`.
+/// Connections to one address: `HOST:PORT`, or a Unix-domain socket (`unix:/PATH`).
 pub(super) struct Pool {
     proto: ClientProto,
     addr: String,
@@ -84,29 +83,28 @@ impl Pool {
     async fn connect(&self) -> Result<Client, Failure> {
         let limit = CONNECT_TIMEOUT.min(self.opts.timeout);
         let not_sent = |why: String| Failure::NotSent(ClientError::Connect(why));
-        let tcp = tokio::time::timeout(limit, TcpStream::connect(&self.addr))
-            .await
-            .map_err(|_| not_sent(format!("{}: no answer within {limit:?}", self.addr)))?
-            .map_err(|e| not_sent(format!("{}: {e}", self.addr)))?;
-        // Calls are small request/reply messages: never hold one back.
-        let _ = tcp.set_nodelay(true);
+        // TCP with Nagle off (small request/reply messages), or a Unix-domain socket.
+        let at = Endpoint::parse(&self.addr);
+        let io = at.connect(limit).await.map_err(Failure::NotSent)?;
         let opts = self.opts.clone();
+        // The HTTP Host header: HOST:PORT, or `localhost` over a socket.
+        let host = at.authority();
         let client = match &self.opts.tls {
-            None => Client::over(self.proto, tcp, &self.addr, opts).await,
+            None => Client::over(self.proto, io, host, opts).await,
             Some(tls) => {
-                let host = self.addr.rsplit_once(':').map_or(&*self.addr, |(h, _)| h);
-                let handshake = rpcmux_client::tls_handshake(tcp, host, tls, self.proto);
+                let handshake = rpcmux_client::tls_handshake(io, at.host(), tls, self.proto);
                 let stream = tokio::time::timeout(limit, handshake)
                     .await
-                    .map_err(|_| not_sent(format!("{}: TLS handshake timed out", self.addr)))?
+                    .map_err(|_| not_sent(format!("{at}: TLS handshake timed out")))?
                     .map_err(Failure::NotSent)?;
-                Client::over(self.proto, stream, &self.addr, opts).await
+                Client::over(self.proto, stream, host, opts).await
             }
         };
         client.map_err(Failure::NotSent)
     }
 
-    /// A health check: open a connection (TCP, TLS for https) and close it again.
+    /// A health check: open a connection (TCP or a socket, TLS for https) and close it
+    /// again.
     pub async fn probe(&self) -> Result<(), String> {
         match self.connect().await {
             Ok(_) => Ok(()),

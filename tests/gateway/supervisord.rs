@@ -105,3 +105,73 @@ async fn supervisord_through_every_stream_and_json_protocol() {
         .count();
     assert!(n > 30, "supervisord's verbs, all of them: {list:?}");
 }
+
+/// supervisord as Debian configures it, on a socket file (`[unix_http_server]`, mode
+/// 0700), named as its own `serverurl` is but with the protocol: `xmlrpc+unix://PATH`
+/// (the HTTP path `/RPC2` by default), and again with `?path=` under a prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn supervisord_on_its_unix_socket() {
+    let sv = Supervisord::start_unix();
+    let sock = sv.sock.as_ref().unwrap().display().to_string();
+    let url = format!("xmlrpc+unix://{sock}");
+    let with_path = format!("sv=xmlrpc+http+unix://{sock}?path=/RPC2");
+    let srv = Server::start(&["--no-demo", "--upstream", &url, "--upstream", &with_path]);
+    let none = || Params::Positional(vec![]);
+    for proto in [ClientProto::Jsonrpc, ClientProto::Msgpack] {
+        let c = client(proto, srv.addr).await;
+        for verb in ["supervisor.getState", "sv.supervisor.getState"] {
+            let state = c.call(verb, none()).await.unwrap().unwrap();
+            assert_eq!(
+                state.get("statename"),
+                Some(&Value::from("RUNNING")),
+                "{proto} {verb}: {state:?}"
+            );
+        }
+        let end = Instant::now() + Duration::from_secs(10);
+        let info = loop {
+            let info = c
+                .call(
+                    "supervisor.getProcessInfo",
+                    Params::Positional(vec!["sleeper".into()]),
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            if info.get("statename") == Some(&Value::from("RUNNING")) || Instant::now() > end {
+                break info;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(
+            info.get("name"),
+            Some(&Value::from("sleeper")),
+            "{proto}: {info:?}"
+        );
+        assert_eq!(
+            info.get("statename"),
+            Some(&Value::from("RUNNING")),
+            "{info:?}"
+        );
+        let pid = c.call("sv.supervisor.getPID", none()).await.unwrap();
+        assert!(
+            matches!(pid, Ok(Value::Int(p)) if p > 0),
+            "{proto}: {pid:?}"
+        );
+    }
+    // Logs and /metrics name the address by its URL as written.
+    let req = "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let (_, _, body) =
+        crate::common::parse_http(&crate::common::exchange(srv.addr, req.as_bytes()));
+    let m = String::from_utf8(body).unwrap();
+    assert!(
+        m.contains(&format!(
+            "rpcmux_upstream_address_up{{upstream=\"{url}\",address=\"{url}\"}} 1"
+        )),
+        "{m}"
+    );
+    assert!(
+        srv.log().contains(&format!("upstream={url} ")),
+        "{}",
+        srv.log()
+    );
+}

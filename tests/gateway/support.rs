@@ -1,6 +1,7 @@
 //! Real upstream servers for the gateway tests: Python's SimpleXMLRPCServer
 //! (tests/python/xmlrpc_upstream.py) and supervisord, each started and killed by the
-//! test, on free loopback ports; and clients of rpcmux over each protocol.
+//! test, on free loopback ports or socket files; and clients of rpcmux over each
+//! protocol.
 #![allow(dead_code)]
 
 use rpcmux::client::{Client, ClientProto, ConnectOpts};
@@ -120,11 +121,47 @@ impl Drop for PyUpstream {
     }
 }
 
-/// supervisord (Debian's `supervisor`) with its XML-RPC interface on a free port and
-/// one program, `sleeper`.
+/// tests/gateway/unix_upstream.py (`python3`) on a Unix-domain socket, killed on drop.
+pub struct SockUpstream(Child);
+
+impl SockUpstream {
+    /// `mode` `lines` (JSON-RPC, a value per line) or `http` (XML-RPC at /RPC2) on
+    /// `socket` (a path, or `@NAME`: abstract), answering `tag` with `tag`.
+    pub fn start(mode: &str, socket: &str, tag: &str) -> SockUpstream {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/gateway/unix_upstream.py");
+        let mut child = Command::new("python3")
+            .arg(path)
+            .args([mode, socket, tag])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start unix_upstream.py");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let up = SockUpstream(child);
+        // It prints once it listens.
+        assert_eq!(line.trim(), format!("listening on {socket}"));
+        up
+    }
+}
+
+impl Drop for SockUpstream {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// supervisord (Debian's `supervisor`) with its XML-RPC interface on a free port, or on
+/// a socket file, and one program, `sleeper`.
 pub struct Supervisord {
     child: Child,
+    /// Its port; 0 when it listens on `sock`.
     pub port: u16,
+    /// Its socket file, when it listens on one.
+    pub sock: Option<PathBuf>,
     pub dir: PathBuf,
 }
 
@@ -138,40 +175,74 @@ impl Supervisord {
     pub fn start_with(auth: Option<(&str, &str)>) -> Supervisord {
         let dir = temp_dir("supervisord");
         let port = free_port();
-        let conf = dir.join("supervisord.conf");
-        let d = dir.display();
         let auth = auth
             .map(|(u, p)| format!("username={u}\npassword={p}\n"))
             .unwrap_or_default();
+        let server = format!("[inet_http_server]\nport=127.0.0.1:{port}\n{auth}");
+        let child = Self::launch(&dir, &server, &format!("http://127.0.0.1:{port}"));
+        let s = Supervisord {
+            child,
+            port,
+            sock: None,
+            dir,
+        };
+        let up = wait_port(
+            SocketAddr::from(([127, 0, 0, 1], port)),
+            Duration::from_secs(20),
+        );
+        s.listening(up)
+    }
+
+    /// On a socket file, `supervisor.sock` in its directory, mode 0700: how Debian's
+    /// configuration has it (`[unix_http_server] file=/var/run/supervisor.sock`).
+    pub fn start_unix() -> Supervisord {
+        let dir = temp_dir("supervisord");
+        let sock = dir.join("supervisor.sock");
+        let server = format!("[unix_http_server]\nfile={}\nchmod=0700\n", sock.display());
+        let child = Self::launch(&dir, &server, &format!("unix://{}", sock.display()));
+        let up = wait_unix(&sock, Duration::from_secs(20));
+        let s = Supervisord {
+            child,
+            port: 0,
+            sock: Some(sock),
+            dir,
+        };
+        s.listening(up)
+    }
+
+    /// Write its config file, `server` its listening section, and start it.
+    fn launch(dir: &std::path::Path, server: &str, serverurl: &str) -> Child {
+        let conf = dir.join("supervisord.conf");
+        let d = dir.display();
         std::fs::write(
             &conf,
             format!(
-                "[inet_http_server]\nport=127.0.0.1:{port}\n{auth}\n\
+                "{server}\n\
                  [supervisord]\nnodaemon=true\nlogfile={d}/supervisord.log\npidfile={d}/supervisord.pid\nchildlogdir={d}\n\n\
                  [rpcinterface:supervisor]\nsupervisor.rpcinterface_factory = supervisor.rpcinterface:make_main_rpcinterface\n\n\
-                 [supervisorctl]\nserverurl=http://127.0.0.1:{port}\n\n\
+                 [supervisorctl]\nserverurl={serverurl}\n\n\
                  [program:sleeper]\ncommand=sleep 1000\nstartsecs=0\n"
             ),
         )
         .unwrap();
-        let child = Command::new("supervisord")
+        Command::new("supervisord")
             .arg("-c")
             .arg(&conf)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start supervisord (apt-get install supervisor)");
-        let s = Supervisord { child, port, dir };
+            .expect("start supervisord (apt-get install supervisor)")
+    }
+
+    /// `self`, once it accepts connections (`up`); else a panic showing its log.
+    fn listening(self, up: bool) -> Supervisord {
         assert!(
-            wait_port(
-                SocketAddr::from(([127, 0, 0, 1], port)),
-                Duration::from_secs(20)
-            ),
+            up,
             "supervisord did not listen; its log:\n{}",
-            std::fs::read_to_string(s.dir.join("supervisord.log")).unwrap_or_default()
+            std::fs::read_to_string(self.dir.join("supervisord.log")).unwrap_or_default()
         );
-        s
+        self
     }
 }
 
@@ -198,6 +269,18 @@ pub fn wait_port(addr: SocketAddr, within: Duration) -> bool {
     let end = Instant::now() + within;
     while Instant::now() < end {
         if TcpStream::connect(addr).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+/// Poll until something accepts on the socket file `path`.
+pub fn wait_unix(path: &std::path::Path, within: Duration) -> bool {
+    let end = Instant::now() + within;
+    while Instant::now() < end {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
             return true;
         }
         std::thread::sleep(Duration::from_millis(50));
