@@ -1,8 +1,8 @@
 //! The known HTTP/2 attacks against the real binary under a memory limit, each from a raw
 //! client written with Python's `h2` library (tests/python/h2_raw.py), each with a
 //! bystander that must keep being answered: a reader that withholds flow-control window
-//! from a big reply, rapid reset (CVE-2023-44487), a CONTINUATION flood, and a PING and
-//! SETTINGS flood.
+//! from a big reply, rapid reset (CVE-2023-44487), a CONTINUATION flood, a PING and
+//! SETTINGS flood, and more streams at once than SETTINGS_MAX_CONCURRENT_STREAMS allows.
 
 use crate::common::{http_post, json, run_py, Server};
 use serde_json::Value;
@@ -112,5 +112,45 @@ fn a_ping_and_settings_flood_holds_no_memory() {
         after < before + 32,
         "{before} MiB before, {after} MiB after: {out}"
     );
+    assert!(srv.peak_rss_mib() < PEAK_MIB, "{} MiB", srv.peak_rss_mib());
+}
+
+#[test]
+fn streams_past_max_concurrent_streams_are_refused_and_the_rest_answered() {
+    const LIMIT: u64 = 4;
+    const EXTRA: u64 = 6;
+    let srv = Server::start_limited(&["--max-in-flight", &LIMIT.to_string()]);
+    // LIMIT + EXTRA streams opened at once, each holding back its body so none ends.
+    let out = attack(&srv, &["too-many-streams", &EXTRA.to_string()]);
+    assert_eq!(out["advertised"], LIMIT, "{out}");
+    assert_eq!(out["opened"], LIMIT + EXTRA, "{out}");
+    // The streams past the limit (the last EXTRA opened: 9, 11, ...) are refused with
+    // RST_STREAM REFUSED_STREAM (0x7), and nothing else is reset.
+    let refused: Vec<u64> = (LIMIT..LIMIT + EXTRA).map(|i| 2 * i + 1).collect();
+    let got: Vec<u64> = out["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(got, refused, "{out}");
+    let resets = out["resets"].as_object().unwrap();
+    assert_eq!(resets.len() as u64, EXTRA, "{out}");
+    assert!(resets.values().all(|c| c == 7), "{out}");
+    // The streams within it are answered, each with its own call's result.
+    let answered = out["answered"].as_object().unwrap();
+    assert_eq!(answered.len() as u64, LIMIT, "{out}");
+    for sid in (0..LIMIT).map(|i| 2 * i + 1) {
+        let a = &answered[&sid.to_string()];
+        assert_eq!(a["status"], 200, "stream {sid}: {out}");
+        assert_eq!(a["body"]["id"], sid, "stream {sid}: {out}");
+        assert_eq!(a["body"]["result"], format!("stream {sid}"), "{out}");
+    }
+    // A refusal is per stream: the connection stays open and answers the next call.
+    assert_eq!(out["goaway"], Value::Null, "{out}");
+    assert_eq!(out["closed"], false, "{out}");
+    assert_eq!(out["after"]["status"], 200, "{out}");
+    assert_eq!(out["after"]["body"]["result"], true, "{out}");
+    bystander(&srv);
     assert!(srv.peak_rss_mib() < PEAK_MIB, "{} MiB", srv.peak_rss_mib());
 }

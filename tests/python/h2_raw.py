@@ -13,6 +13,11 @@ protocol surprise.
                    how many went out before the server closed
   ping-flood N     N PINGs and SETTINGS frames without reading the ACKs: whether the
                    connection was closed and how many frames went out
+  too-many-streams N  read the server's SETTINGS_MAX_CONCURRENT_STREAMS, open N streams
+                   more than it (HEADERS, bodies held back so every stream stays open), send
+                   the bodies (an `echo` each) of the streams not refused: the limit, the
+                   RST_STREAM codes, the answers, and whether the same connection still
+                   answers a `ping` afterwards
 """
 import json
 import socket
@@ -48,8 +53,8 @@ def headers(n=None):
     return h
 
 
-def call_body(method, params):
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
+def call_body(method, params, id=1):
+    return json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode()
 
 
 def over_limit(n):
@@ -206,11 +211,114 @@ def ping_flood(n):
     return out
 
 
+def first_frame(s):
+    """The server's first frame, raw (its SETTINGS), before the h2 state machine sees it."""
+    buf = b""
+    while len(buf) < 9 or len(buf) < 9 + int.from_bytes(buf[:3], "big"):
+        d = s.recv(65536)
+        if not d:
+            raise SystemExit("closed before the server's SETTINGS")
+        buf += d
+    return buf[3], buf[9:9 + int.from_bytes(buf[:3], "big")], buf
+
+
+def too_many_streams(extra):
+    s, c = connect(timeout=10)
+    # Read the server's SETTINGS by hand, so `c` does not know the limit yet and lets
+    # this client open more streams than the server allows (it would refuse to).
+    kind, payload, buf = first_frame(s)
+    if kind != 0x4:
+        raise SystemExit(f"first frame of type {kind}, not SETTINGS")
+    settings = {int.from_bytes(payload[i:i + 2], "big"): int.from_bytes(payload[i + 2:i + 6], "big")
+                for i in range(0, len(payload) - 5, 6)}
+    limit = settings.get(0x3)
+    if limit is None or limit > 1000:
+        raise SystemExit(f"MAX_CONCURRENT_STREAMS {limit}: too many to exceed")
+    bodies = {}
+    for i in range(limit + extra):
+        sid = c.get_next_available_stream_id()
+        bodies[sid] = call_body("echo", [f"stream {sid}"], id=sid)
+        # No END_STREAM: the body is held back, the stream stays open on both sides.
+        c.send_headers(sid, headers(len(bodies[sid])))
+    s.sendall(c.data_to_send())
+    status, data, ended, resets, goaway = {}, {}, set(), {}, None
+    closed = False
+
+    def feed(d):
+        nonlocal goaway
+        for e in c.receive_data(d):
+            if isinstance(e, h2.events.ResponseReceived):
+                status[e.stream_id] = int(dict(e.headers)[":status"])
+            elif isinstance(e, h2.events.DataReceived):
+                data[e.stream_id] = data.get(e.stream_id, b"") + e.data
+                c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+            elif isinstance(e, h2.events.StreamEnded):
+                ended.add(e.stream_id)
+            elif isinstance(e, h2.events.StreamReset):
+                resets[e.stream_id] = int(e.error_code)
+            elif isinstance(e, h2.events.ConnectionTerminated):
+                goaway = int(e.error_code)
+        s.sendall(c.data_to_send())
+
+    def read_until(done, within):
+        nonlocal closed
+        end = time.monotonic() + within
+        while not done() and not closed and goaway is None:
+            s.settimeout(max(0.01, end - time.monotonic()))
+            try:
+                d = s.recv(65536)
+            except socket.timeout:
+                return
+            except ConnectionResetError:
+                d = b""
+            if not d:
+                closed = True
+                return
+            feed(d)
+
+    feed(buf)
+    # The refusals come as the server reads the HEADERS; wait for as many as should come
+    # (a server that refuses none is found out when the wait runs out).
+    read_until(lambda: len(resets) >= extra, 5)
+    refused_early = dict(resets)
+    for sid, body in bodies.items():
+        if sid not in resets and not closed and goaway is None:
+            c.send_data(sid, body, end_stream=True)
+    if not closed:
+        s.sendall(c.data_to_send())
+    read_until(lambda: all(sid in ended or sid in resets for sid in bodies), 15)
+    answered = {str(sid): {"status": status.get(sid), "body": json.loads(data[sid])}
+                for sid in bodies if sid in ended and sid in data}
+    # Every stream over: the connection should still take a call.
+    after = None
+    if not closed and goaway is None:
+        sid = c.get_next_available_stream_id()
+        body = call_body("ping", [], id=sid)
+        c.send_headers(sid, headers(len(body)))
+        c.send_data(sid, body, end_stream=True)
+        s.sendall(c.data_to_send())
+        read_until(lambda: sid in ended or sid in resets, 10)
+        if sid in ended and sid in data:
+            after = {"status": status.get(sid), "body": json.loads(data[sid])}
+    s.close()
+    return {
+        "advertised": limit,
+        "opened": len(bodies),
+        "refused": sorted(sid for sid, code in refused_early.items() if code == 7),
+        "resets": {str(sid): code for sid, code in resets.items()},
+        "answered": answered,
+        "goaway": goaway,
+        "closed": closed,
+        "after": after,
+    }
+
+
 COMMANDS = {
     "over-limit": lambda: over_limit(ARG),
     "zero-window": zero_window,
     "rapid-reset": lambda: rapid_reset(ARG),
     "continuation": lambda: continuation(ARG),
     "ping-flood": lambda: ping_flood(ARG),
+    "too-many-streams": lambda: too_many_streams(ARG),
 }
 print(json.dumps(COMMANDS[COMMAND]()))
