@@ -280,6 +280,18 @@ pub fn run_script(
     stdout
 }
 
+/// Run `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`); its stdout, or a
+/// panic with its output if it failed.
+pub fn run_node(script: &str, args: &[&str]) -> String {
+    let dir = repo().join("tests/node");
+    assert!(
+        dir.join("node_modules/@stomp/stompjs").exists(),
+        "tests/node/node_modules missing: run scripts/setup-test-env"
+    );
+    let node = std::env::var("RPCMUX_NODE").unwrap_or_else(|_| "node".into());
+    run_script(node.as_ref(), &dir, script, args)
+}
+
 /// benches/peers/jsonrpsee-echo (its `--client` mode is jsonrpsee's WebSocket client):
 /// `$RPCMUX_JSONRPSEE_ECHO` (scripts/test builds it), else built here once into
 /// `$PEERS_TARGET_DIR` or `target/peers`.

@@ -1,5 +1,6 @@
 //! Unix-domain sockets: every protocol sniffed on a socket file as on TCP, reached by
-//! clients nobody here wrote (curl, netcat, supervisor's own XML-RPC transport), the
+//! clients nobody here wrote (curl, netcat, supervisor's own XML-RPC transport,
+//! aio-msgpack-rpc, Neovim's pynvim, jsonrpcclient, stompjs on `ws+unix:`), the
 //! connecting process's credentials (SO_PEERCRED) as its identity, the socket file's
 //! mode enforced by the kernel, stale files replaced, the file removed at exit, and
 //! systemd socket activation of a socket file (`systemd-socket-activate`).
@@ -392,6 +393,24 @@ fn systemd_socket_activation_of_a_socket_file() {
         "{reply}"
     );
     assert!(srv.log().contains("socket activation"), "{}", srv.log());
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn stock_stream_clients_dial_the_socket_file() {
+    let dir = sock_dir("stock");
+    let sock = dir.join("rpcmux.sock");
+    let srv = Server::start(&["--listen", &format!("unix:{}", sock.display())]);
+    let path = sock.to_str().unwrap();
+    // msgpack-rpc (aio-msgpack-rpc, Neovim's pynvim) and JSON-RPC lines (jsonrpcclient).
+    let out = common::run_py("unix_stream_clients.py", &[path]);
+    for client in ["aio-msgpack-rpc", "pynvim", "jsonrpcclient"] {
+        assert!(out.contains(&format!("ok {client}")), "{out}");
+    }
+    // STOMP (over WebSocket) with @stomp/stompjs on Node's `ws`, which dials ws+unix:.
+    let out = common::run_node("stomp_unix.mjs", &[path]);
+    assert!(out.starts_with("ok stomp-unix unix(uid="), "{out}");
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }

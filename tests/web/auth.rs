@@ -3,7 +3,7 @@
 //! with wrong credentials is refused 401; and the console, signed in through its form in
 //! a headless chromium, lists and calls only what its user may.
 
-use super::websocket::{chromium, run_node};
+use super::websocket::chromium;
 use crate::common::hostile::error_code;
 use crate::common::ws::RawWs;
 use crate::common::*;

@@ -4,8 +4,9 @@
 //! `jsonrpc-h2`), not assumed. The events WebSocket works beside it over HTTP/1.1.
 
 use crate::common::pki::Pki;
+use crate::common::run_node;
 use crate::common::Server;
-use crate::websocket::{chromium, run_node};
+use crate::websocket::chromium;
 
 #[test]
 fn the_console_over_https_speaks_http2() {

@@ -228,18 +228,6 @@ impl Unmasked for std::net::TcpStream {
     }
 }
 
-/// `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`) and the packages
-/// scripts/setup-test-env installs there (npm ci); panics with its output on failure.
-pub(crate) fn run_node(script: &str, args: &[&str]) -> String {
-    let dir = repo().join("tests/node");
-    assert!(
-        dir.join("node_modules/@stomp/stompjs").exists(),
-        "tests/node/node_modules missing: run scripts/setup-test-env"
-    );
-    let node = std::env::var("RPCMUX_NODE").unwrap_or_else(|_| "node".into());
-    run_script(node.as_ref(), &dir, script, args)
-}
-
 #[test]
 fn stompjs_over_node_ws_calls_and_receives_the_event() {
     let srv = Server::start(&[]);
