@@ -1,7 +1,8 @@
 //! Upstreams on Unix-domain sockets (docs/gateway.md, "On a Unix-domain socket"):
 //! JSON-RPC lines on a socket file and on an abstract socket (`jsonrpc+unix://`), and
 //! XML-RPC over HTTP on a socket file (`xmlrpc+http+unix://...?path=`), each a stdlib
-//! Python server (tests/gateway/unix_upstream.py). supervisord on its socket is in
+//! Python server (tests/gateway/unix_upstream.py), and an rpcmux upstream on its own
+//! socket file over `msgpack+unix` and the rest. supervisord on its socket is in
 //! supervisord.rs.
 
 use crate::common::Server;
@@ -73,4 +74,45 @@ fn a_missing_socket_is_a_startup_error_naming_it() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("rpcmux: upstream sv is down: "), "{err}");
     assert!(err.contains(&format!("unix:{}", sock.display())), "{err}");
+}
+
+/// An rpcmux upstream on its own socket file, reached by every socket scheme:
+/// msgpack-rpc (`msgpack+unix`), JSON-RPC lines, JSON-RPC over HTTP; typed values keep
+/// their types end to end, and the upstream sees the gateway as a local process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_rpcmux_upstream_on_a_socket_file_over_every_scheme() {
+    let dir = temp_dir("unix-rpcmux");
+    let sock = dir.join("up.sock").display().to_string();
+    let _up = Server::start(&["--listen", &format!("unix:{sock}"), "--unix-mode", "0600"]);
+    let srv = Server::start(&[
+        "--no-demo",
+        "--upstream",
+        &format!("m=msgpack+unix://{sock}"),
+        "--upstream",
+        &format!("t=jsonrpc+unix://{sock}"),
+        "--upstream",
+        &format!("h=jsonrpc+http+unix://{sock}"),
+    ]);
+    let when = rpcmux::DateTime::from_ymd_hms(1999, 12, 31, 23, 59, 59).unwrap();
+    let typed = rpcmux::vstruct! {
+        "when" => Value::DateTime(when),
+        "bytes" => Value::Bytes(vec![0, 159, 146, 150]),
+        "big" => i64::MAX,
+    };
+    let c = client(ClientProto::Msgpack, srv.addr).await;
+    let r = c
+        .call("m.echo", Params::Positional(vec![typed.clone()]))
+        .await
+        .unwrap();
+    assert_eq!(r, Ok(typed), "msgpack+unix keeps timestamp, bin and i64");
+    for prefix in ["m", "t", "h"] {
+        let who = c
+            .call(&format!("{prefix}.whoami"), Params::Positional(vec![]))
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| panic!("{prefix}: {e:?}"));
+        let peer = who.get("peer").and_then(Value::as_str).unwrap_or_default();
+        assert!(peer.starts_with("unix(uid="), "{prefix}: {who:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
