@@ -25,6 +25,10 @@ pub struct ServeArgs {
     /// Group of the Unix socket files (a group name or gid).
     #[arg(long, value_name = "GROUP")]
     unix_group: Option<String>,
+    /// Accept a PROXY v1/v2 header from processes on the Unix sockets (a local balancer
+    /// such as HAProxy with `send-proxy-v2`), as --proxy-from does over TCP.
+    #[arg(long)]
+    unix_proxy: bool,
     /// TOML config file with the same settings (see docs/config.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -325,6 +329,7 @@ impl ServeArgs {
         c.unix.mode = self.unix_mode.or(c.unix.mode);
         c.unix.owner = self.unix_owner.or(c.unix.owner.take());
         c.unix.group = self.unix_group.or(c.unix.group.take());
+        c.unix.proxy |= self.unix_proxy;
         if self.no_demo {
             c.demo = false;
         }
@@ -380,10 +385,10 @@ impl ServeArgs {
         );
         self.ops.apply(&mut c.ops);
         self.web.apply(&mut c);
-        if c.auth.proxy_cert_names && c.proxy_from.is_empty() {
+        if c.auth.proxy_cert_names && c.proxy_from.is_empty() && !c.unix.proxy {
             // Names from a PROXY header are believed only from a trusted balancer.
             return Err("proxy_cert_names (--proxy-cert-names) needs proxy_from \
-                        (--proxy-from CIDR): the balancers whose headers are believed"
+                        (--proxy-from CIDR) or --unix-proxy: the balancers whose headers are believed"
                 .to_owned());
         }
         Ok((c, explicit_listen))

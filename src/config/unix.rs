@@ -72,6 +72,10 @@ pub struct UnixConfig {
     /// The file's group, a group name or gid (a group the server's user is in, unless
     /// privileged).
     pub group: Option<String>,
+    /// Accept a PROXY v1/v2 header first from the processes on Unix sockets: a local
+    /// balancer (HAProxy `server s1 /run/rpcmux.sock send-proxy-v2`) then names each
+    /// client, as one in `proxy_from` does over TCP. Off: a PROXY header there is refused.
+    pub proxy: bool,
 }
 
 /// A mode written as octal text (`"0660"`, `"660"`) into its bits; `None` if it is not

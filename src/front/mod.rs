@@ -21,6 +21,8 @@ pub(crate) struct Front {
     tls: Option<Tls>,
     mode: TlsMode,
     trusted: Trusted,
+    /// `[unix] proxy`: processes on Unix sockets may send PROXY headers.
+    unix_proxy: bool,
 }
 
 impl Front {
@@ -40,13 +42,18 @@ impl Front {
             tls,
             mode,
             trusted: Trusted::new(&config.proxy_from),
+            unix_proxy: config.unix.proxy,
         })
     }
 
     /// Is `peer` a trusted PROXY peer (a balancer, whose socket carries many clients)?
-    /// `proxy_from` names networks, so a process on a Unix socket is never one.
+    /// Over TCP when `proxy_from` holds its address; on a Unix socket when
+    /// `[unix] proxy` is on.
     pub fn trusts(&self, peer: &crate::conn::Peer) -> bool {
-        peer.ip().is_some_and(|ip| self.trusted.contains(ip))
+        match peer.ip() {
+            Some(ip) => self.trusted.contains(ip),
+            None => self.unix_proxy,
+        }
     }
 
     pub fn tls(&self) -> Option<&Tls> {
@@ -95,7 +102,9 @@ impl std::fmt::Display for Refused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Refused::ProxyNotFirst => "PROXY header after the start of the connection",
-            Refused::ProxyUntrusted => "PROXY header from an untrusted source (not in proxy_from)",
+            Refused::ProxyUntrusted => {
+                "PROXY header from an untrusted source (not in proxy_from; on a Unix socket, [unix] proxy is off)"
+            }
             Refused::TlsInTls => "TLS inside TLS",
             Refused::TlsOff => "TLS ClientHello but TLS is off",
             Refused::PlaintextWhenRequired => "plaintext refused: TLS is required",

@@ -1,4 +1,5 @@
 //! Several rpcmux instances working together (docs/fleet.md): two behind a real HAProxy
+//! (and one on a Unix socket behind it)
 //! draining without a failed call, and events fanned out across instances through a real
 //! redis-server.
 //!
@@ -11,3 +12,4 @@ mod common;
 mod events_redis;
 mod haproxy;
 mod haproxy_identity;
+mod haproxy_unix;
