@@ -13,6 +13,8 @@
 #   auth      rpcmux without and with `--auth`, per way of logging in: benches/auth_ab.sh.
 #   HTTP/2    rpcmux over h2 vs HTTP/1.1 vs jsonrpsee h2c vs bare hyper h2 (h2load): benches/h2_ab.sh,
 #             run on its own (not by this script).
+#   unix      msgpack-rpc and JSON-RPC over a Unix socket vs loopback TCP, one rpcmux on both
+#             (rpcmux bench): benches/unix_ab.sh, run on its own (not by this script).
 #
 # HTTP load comes from wrk, stream load from `rpcmux bench` (the ceilings with
 # --echo-server). Server and load generator are pinned to different cores with taskset,
