@@ -169,6 +169,30 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn unix_sockets_in_toml() {
+        let c = Config::from_toml(
+            "listen = [\"127.0.0.1:0\", \"unix:/run/rpcmux/rpcmux.sock\"]\n[unix]\nmode = \"0660\"\ngroup = \"rpcmux\"\nproxy = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.listen[1],
+            Listen::Unix(UnixAddr::Path("/run/rpcmux/rpcmux.sock".into()))
+        );
+        assert_eq!(c.unix.mode, Some(0o660));
+        assert_eq!(c.unix.group.as_deref(), Some("rpcmux"));
+        assert!(c.unix.proxy);
+        assert_eq!(
+            Config::from_toml("[unix]\nmode = 0o600\n")
+                .unwrap()
+                .unix
+                .mode,
+            Some(0o600)
+        );
+        assert!(Config::from_toml("[unix]\nmode = \"999\"\n").is_err());
+        assert!(Config::from_toml("[unix]\nmod = 1\n").is_err());
+    }
+
+    #[test]
     fn toml_overrides_defaults_and_rejects_typos() {
         let c = Config::from_toml(
             "listen = [\"[::1]:0\"]\nprotocols = [\"http\", \"jsonrpc-tcp\"]\n[limits]\nmax_connections = 5\nsniff_timeout = 0.5\n",

@@ -92,17 +92,23 @@ fn clear_stale(path: &Path) -> io::Result<()> {
             "exists and is not a socket; not replacing it",
         ));
     }
-    match std::os::unix::net::UnixStream::connect(path) {
-        Ok(_) => Err(io::Error::new(
-            ErrorKind::AddrInUse,
-            "a server is listening on this socket",
-        )),
+    // Non-blocking: a live server with a full backlog answers EAGAIN rather than
+    // holding the start up.
+    let probe = Socket::new(Domain::UNIX, Type::STREAM, None)?;
+    probe.set_nonblocking(true)?;
+    match probe.connect(&SockAddr::unix(path)?) {
         Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
             tracing::info!(path = %path.display(), "replacing a stale socket file");
             std::fs::remove_file(path)
         }
+        Ok(()) => Err(in_use()),
+        Err(e) if e.kind() == ErrorKind::WouldBlock => Err(in_use()),
         Err(e) => Err(e),
     }
+}
+
+fn in_use() -> io::Error {
+    io::Error::new(ErrorKind::AddrInUse, "a server is listening on this socket")
 }
 
 /// The configured owner, group and mode on the socket file at `path`.
