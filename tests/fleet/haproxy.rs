@@ -13,6 +13,32 @@ use std::time::{Duration, Instant};
 /// A running haproxy, killed on drop (shared with haproxy_identity.rs).
 pub(crate) struct HaProxy(pub(crate) Child);
 
+impl HaProxy {
+    /// Check `cfg` (`haproxy -c`, its complaint in the panic) and run it in the
+    /// foreground, its log to `stderr`.
+    pub(crate) fn start(cfg: &std::path::Path, stderr: Stdio) -> HaProxy {
+        let check = Command::new("haproxy")
+            .args(["-c", "-f"])
+            .arg(cfg)
+            .output()
+            .expect("haproxy (Debian package) must be installed");
+        assert!(
+            check.status.success(),
+            "{}",
+            String::from_utf8_lossy(&check.stderr)
+        );
+        HaProxy(
+            Command::new("haproxy")
+                .args(["-db", "-f"])
+                .arg(cfg)
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .expect("start haproxy"),
+        )
+    }
+}
+
 impl Drop for HaProxy {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -93,25 +119,7 @@ fn haproxy_drains_an_instance_without_a_failed_call() {
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("haproxy.cfg");
     std::fs::write(&cfg, config(port, &[a.addr, b.addr])).unwrap();
-    let check = Command::new("haproxy")
-        .args(["-c", "-f"])
-        .arg(&cfg)
-        .output()
-        .expect("haproxy (Debian package) must be installed");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let _haproxy = HaProxy(
-        Command::new("haproxy")
-            .args(["-db", "-f"])
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _haproxy = HaProxy::start(&cfg, Stdio::null());
     wait_up(port);
 
     let front = format!("127.0.0.1:{port}");

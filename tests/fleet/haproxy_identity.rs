@@ -9,7 +9,7 @@ use crate::common::pki::{Pki, CLIENT_CN};
 use crate::common::{run_py, Server};
 use crate::haproxy::{free_port, HaProxy};
 use serde_json::Value;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// One JSON-RPC call of `method` through HAProxy's TLS frontend on `port`, with the
@@ -84,16 +84,7 @@ backend doubt
     let cfg = pki.dir().join("haproxy.cfg");
     std::fs::write(&cfg, config).unwrap();
     let log = std::fs::File::create(pki.dir().join("haproxy.log")).unwrap();
-    let _haproxy = HaProxy(
-        Command::new("haproxy")
-            .arg("-db")
-            .arg("-f")
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("haproxy (Debian package) must be installed"),
-    );
+    let _haproxy = HaProxy::start(&cfg, log.into());
     let end = Instant::now() + Duration::from_secs(10);
     while std::net::TcpStream::connect(("127.0.0.1", doubt_port)).is_err() {
         assert!(

@@ -7,7 +7,7 @@
 use crate::common::{self, Server};
 use crate::haproxy::{free_port, HaProxy};
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 fn sock_dir() -> std::path::PathBuf {
@@ -57,25 +57,7 @@ fn haproxy_on_a_socket_file_names_each_client_by_proxy_v2() {
         ),
     )
     .unwrap();
-    let check = Command::new("haproxy")
-        .args(["-c", "-f"])
-        .arg(&cfg)
-        .output()
-        .expect("haproxy (Debian package) must be installed");
-    assert!(
-        check.status.success(),
-        "{}",
-        String::from_utf8_lossy(&check.stderr)
-    );
-    let _haproxy = HaProxy(
-        Command::new("haproxy")
-            .args(["-db", "-f"])
-            .arg(&cfg)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _haproxy = HaProxy::start(&cfg, Stdio::null());
     let end = Instant::now() + Duration::from_secs(10);
     let (reply, me) = loop {
         if let Some(r) = whoami_through(port) {

@@ -32,30 +32,7 @@ async fn supervisord_through_every_stream_and_json_protocol() {
         );
         assert_eq!(state.get("statename"), Some(&Value::from("RUNNING")));
 
-        // `sleeper` is started by supervisord shortly after it listens.
-        let end = Instant::now() + Duration::from_secs(10);
-        let info = loop {
-            let all = c
-                .call("supervisor.getAllProcessInfo", none())
-                .await
-                .unwrap()
-                .unwrap();
-            let info = all.as_array().expect("an array")[0].clone();
-            if info.get("statename") == Some(&Value::from("RUNNING")) || Instant::now() > end {
-                break info;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
-        assert_eq!(
-            info.get("name"),
-            Some(&Value::from("sleeper")),
-            "{proto}: {info:?}"
-        );
-        assert_eq!(
-            info.get("statename"),
-            Some(&Value::from("RUNNING")),
-            "{info:?}"
-        );
+        let info = sleeper_running(&c, "supervisor.").await;
         assert!(
             matches!(info.get("pid"), Some(Value::Int(p)) if *p > 0),
             "{info:?}"
@@ -127,30 +104,18 @@ async fn supervisord_on_its_unix_socket() {
                 "{proto} {verb}: {state:?}"
             );
         }
-        let end = Instant::now() + Duration::from_secs(10);
-        let info = loop {
-            let info = c
-                .call(
-                    "supervisor.getProcessInfo",
-                    Params::Positional(vec!["sleeper".into()]),
-                )
-                .await
-                .unwrap()
-                .unwrap();
-            if info.get("statename") == Some(&Value::from("RUNNING")) || Instant::now() > end {
-                break info;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let info = sleeper_running(&c, "sv.supervisor.").await;
+        let one = c
+            .call(
+                "supervisor.getProcessInfo",
+                Params::Positional(vec!["sleeper".into()]),
+            )
+            .await
+            .unwrap();
         assert_eq!(
-            info.get("name"),
-            Some(&Value::from("sleeper")),
-            "{proto}: {info:?}"
-        );
-        assert_eq!(
-            info.get("statename"),
-            Some(&Value::from("RUNNING")),
-            "{info:?}"
+            one.as_ref().ok().and_then(|i| i.get("pid")),
+            info.get("pid"),
+            "{proto}: {one:?}"
         );
         let pid = c.call("sv.supervisor.getPID", none()).await.unwrap();
         assert!(
@@ -174,4 +139,32 @@ async fn supervisord_on_its_unix_socket() {
         "{}",
         srv.log()
     );
+}
+
+/// supervisord's `getAllProcessInfo` through the gateway (verbs under `prefix`) once its
+/// one program, `sleeper`, is RUNNING (it is started shortly after supervisord listens).
+async fn sleeper_running(c: &rpcmux::client::Client, prefix: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(10);
+    let info = loop {
+        let all = c
+            .call(
+                &format!("{prefix}getAllProcessInfo"),
+                Params::Positional(vec![]),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        let info = all.as_array().expect("an array")[0].clone();
+        if info.get("statename") == Some(&Value::from("RUNNING")) || Instant::now() > end {
+            break info;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(info.get("name"), Some(&Value::from("sleeper")), "{info:?}");
+    assert_eq!(
+        info.get("statename"),
+        Some(&Value::from("RUNNING")),
+        "{info:?}"
+    );
+    info
 }
