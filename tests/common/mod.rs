@@ -280,6 +280,25 @@ pub fn run_script(
     stdout
 }
 
+/// Run the `rpcmux` binary with `args` (`call`, `bench`, `serve` that fails...), `stdin`
+/// written to it, and wait for it.
+pub fn run_rpcmux(args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run rpcmux");
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
 /// Run `tests/node/<script>` with Node (`$RPCMUX_NODE`, else `node`); its stdout, or a
 /// panic with its output if it failed.
 pub fn run_node(script: &str, args: &[&str]) -> String {

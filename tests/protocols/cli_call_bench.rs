@@ -6,7 +6,7 @@ use crate::common;
 use crate::common::pki;
 use crate::common::Server;
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 /// Every protocol the client and the server both speak.
 const PROTOS: &[&str] = &[
@@ -26,21 +26,7 @@ fn is_http(proto: &str) -> bool {
     matches!(proto, "xmlrpc" | "jsonrpc")
 }
 
-fn rpcmux(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run rpcmux");
-    let mut pipe = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        pipe.write_all(text.as_bytes()).unwrap();
-    }
-    drop(pipe);
-    child.wait_with_output().unwrap()
-}
+use common::run_rpcmux as rpcmux;
 
 fn call(srv: &Server, proto: &str, rest: &[&str]) -> Output {
     let addr = srv.addr.to_string();

@@ -71,13 +71,9 @@ fn my_id(flag: &str) -> u32 {
     text(&out.stdout).trim().parse().unwrap()
 }
 
-/// `rpcmux call` (or `bench`) with `args`.
+/// `rpcmux call` (or `bench`, or a `serve` that fails) with `args`.
 fn rpcmux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rpcmux"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rpcmux")
+    common::run_rpcmux(args, None)
 }
 
 #[test]
