@@ -410,3 +410,53 @@ fn stock_stream_clients_dial_the_socket_file() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn one_user_filling_its_connection_cap_leaves_the_others_served() {
+    if my_id("-u") != 0 {
+        eprintln!("skipped: needs root to connect as another user (setpriv)");
+        return;
+    }
+    let dir = sock_dir("cap");
+    let sock = dir.join("rpcmux.sock");
+    let srv = Server::start(&[
+        "--listen",
+        &format!("unix:{}", sock.display()),
+        "--unix-mode",
+        "0666",
+        "--max-connections-per-ip",
+        "4",
+    ]);
+    // uid 0 holds four idle connections: its cap, counted by uid as there is no address.
+    let held: Vec<_> = (0..4)
+        .map(|_| std::os::unix::net::UnixStream::connect(&sock).unwrap())
+        .collect();
+    // A fifth from uid 0 is closed unanswered.
+    let over = whoami(&sock, None);
+    assert!(!over.status.success(), "uid 0 is over its cap");
+    assert!(
+        srv.wait_log(
+            "too many connections from this client",
+            Duration::from_secs(5)
+        ),
+        "{}",
+        srv.log()
+    );
+    // Another user is counted apart and answered.
+    let other = common::json(ok(whoami(&sock, Some(65534)), "nobody").as_bytes());
+    let peer = other["result"]["peer"].as_str().unwrap_or_default();
+    assert!(peer.starts_with("unix(uid=65534,"), "{other}");
+    // Released slots are uid 0's again.
+    drop(held);
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = whoami(&sock, None);
+        if again.status.success() {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "uid 0 never served again");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
