@@ -1,10 +1,11 @@
 //! HTTP/2 (hyper's server on the `h2` crate): the same routes as HTTP/1.1
 //! ([`super::service::route`]: XML-RPC, JSON-RPC, msgpack bodies, `/metrics`, `/health`,
-//! `/ready`, the console), many calls at once on one connection. A connection is HTTP/2
-//! when it opens with the connection preface, in cleartext (prior knowledge, `curl
-//! --http2-prior-knowledge`) or after ALPN `h2` under TLS; the HTTP/1.1 `Upgrade: h2c`
-//! dance is not offered (no client this server is for needs it, and it lets one request
-//! switch protocols mid-connection).
+//! `/ready`, the console), many calls at once on one connection, and WebSocket sessions
+//! on streams of their own (RFC 8441's extended CONNECT, which browsers use once the
+//! server's SETTINGS allow it). A connection is HTTP/2 when it opens with the connection
+//! preface, in cleartext (prior knowledge, `curl --http2-prior-knowledge`) or after ALPN
+//! `h2` under TLS; the HTTP/1.1 `Upgrade: h2c` dance is not offered (no client this
+//! server is for needs it, and it lets one request switch protocols mid-connection).
 //!
 //! Bounds, for what an HTTP/2 client can make the server hold or do:
 //! - streams: at most `max_in_flight` at once per connection (SETTINGS
@@ -18,11 +19,15 @@
 //!   takes nothing while replies wait for `send_timeout` is closed, whether it leaves the
 //!   socket unread or withholds flow-control window from a stream
 //!   ([`super::h2_progress`]);
-//! - idle: a connection with no stream for `idle_timeout` is closed with GOAWAY.
+//! - idle: a connection with no stream for `idle_timeout` is closed with GOAWAY;
+//! - WebSocket sessions: each holds one stream (so counts against the streams cap) and
+//!   has the bounds of every WebSocket (`[websocket]`, the stream driver's); the
+//!   connection ends only after its sessions.
 
 use crate::conn::ConnInfo;
 use crate::http::auth::Memo;
 use crate::http::h2_progress::Watch;
+use crate::http::service::Upgraded;
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::shared::Shared;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -57,27 +62,36 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         .max(1);
     let memo = Arc::new(Memo::default());
     let replies = Watch::new();
-    // Requests being answered (low bits) and every request ever seen (high bits).
+    // Requests being answered and WebSocket sessions (low bits), and every request ever
+    // seen (high bits).
     let busy = Arc::new(AtomicUsize::new(0));
+    // WebSocket handshakes answered, for the connection to run their sessions (as many
+    // as streams may be open: the streams cap bounds them).
+    let (opened, mut handshakes) = tokio::sync::mpsc::unbounded_channel::<Upgraded>();
     let service = {
         let (shared, info, busy, replies) =
             (shared.clone(), info.clone(), busy.clone(), replies.clone());
         hyper::service::service_fn(move |req| {
-            let (shared, info, busy, memo, replies) = (
+            let (shared, info, busy, memo, replies, opened) = (
                 shared.clone(),
                 info.clone(),
                 busy.clone(),
                 memo.clone(),
                 replies.clone(),
+                opened.clone(),
             );
             // Boxed: hyper spawns each stream's future as a task, and the route's state
             // machine inline made every spawn copy it whole (memmove was 11 % of an
             // HTTP/2 echo's server CPU).
             Box::pin(async move {
                 busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
-                // No WebSocket over HTTP/2 (RFC 8441 is not offered): no upgrade slot.
-                let no_upgrade = Default::default();
-                let reply = super::service::route(req, &shared, &info, &no_upgrade, &memo).await;
+                let upgrade = std::sync::Mutex::new(None);
+                let reply = super::service::route(req, &shared, &info, &upgrade, &memo).await;
+                if let Ok(Some(handshake)) = upgrade.into_inner() {
+                    // Counted busy until its session ends (see `session`).
+                    busy.fetch_add(1, Ordering::Relaxed);
+                    let _ = opened.send(handshake);
+                }
                 busy.fetch_sub(1, Ordering::Relaxed);
                 Ok::<_, Infallible>(reply.map(|body| replies.watch(body)))
             })
@@ -90,12 +104,14 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         .max_header_list_size(MAX_HEADER_LIST)
         .max_send_buf_size(MAX_SEND_BUF)
         .max_pending_accept_reset_streams(Some(MAX_PENDING_RESETS))
+        .enable_connect_protocol()
         .serve_connection(TokioIo::new(WriteStall::new(io, stall.clone())), service);
     let mut check = tokio::time::interval(CHECK_EVERY);
     check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     check.reset();
     let (mut seen, mut idle_since) = (0, tokio::time::Instant::now());
     let mut closing = false;
+    let mut sessions = tokio::task::JoinSet::new();
     let shutting_down = shared.shutdown.cancelled();
     tokio::pin!(shutting_down);
     loop {
@@ -104,8 +120,12 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                 if let Err(e) = r {
                     tracing::debug!(peer = %info.peer, error = %e, "http/2 connection ended with an error");
                 }
-                return;
+                break;
             }
+            Some(handshake) = handshakes.recv() => {
+                sessions.spawn(session(handshake, info.clone(), shared.clone(), busy.clone()));
+            }
+            Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
             _ = &mut shutting_down, if !closing => {
                 std::pin::Pin::new(&mut conn).graceful_shutdown();
                 closing = true;
@@ -117,7 +137,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                     if let Some(m) = &shared.metrics {
                         m.refused("send_timeout");
                     }
-                    return;
+                    break;
                 }
                 let now = busy.load(Ordering::Relaxed);
                 if now != seen || now & ((1 << 20) - 1) != 0 {
@@ -131,4 +151,33 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
             }
         }
     }
+    // The connection is gone, and with it every session's stream: stop what is left.
+    sessions.abort_all();
+    while sessions.join_next().await.is_some() {}
+}
+
+/// Run one WebSocket session on its HTTP/2 stream, once hyper has sent the 200.
+async fn session(
+    handshake: Upgraded,
+    mut info: ConnInfo,
+    shared: Arc<Shared>,
+    busy: Arc<AtomicUsize>,
+) {
+    let Upgraded {
+        sub,
+        caller,
+        stream,
+    } = handshake;
+    if let Some(Ok(upgraded)) = match stream {
+        Some(on) => Some(on.await),
+        None => None,
+    } {
+        // The principal the handshake proved is the session's.
+        if caller.is_some() {
+            info.caller = caller;
+        }
+        let io = Rewind::new(bytes::Bytes::new(), TokioIo::new(upgraded));
+        crate::stream::websocket::serve(io, info, shared, sub).await;
+    }
+    busy.fetch_sub(1, Ordering::Relaxed);
 }

@@ -184,7 +184,7 @@ async fn serve_until_idle<S: Stream>(
                     return None;
                 }
                 let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
-                if let Some((sub, caller)) = sub {
+                if let Some(Upgraded { sub, caller, .. }) = sub {
                     let (rest, io) = take_parts(conn.into_parts());
                     let io = Rewind::new(rest, io);
                     let (mut info, shared) = (info.clone(), shared.clone());
@@ -247,14 +247,20 @@ fn take_parts<S: Stream, F>(
     (rest, io)
 }
 
-/// A WebSocket upgrade answered 101: its subprotocol, and the caller its
-/// `Authorization` proved (`--auth`).
-pub(super) type Upgraded = (Subprotocol, Option<Arc<Caller>>);
+/// A WebSocket handshake answered (101 over HTTP/1.1, 200 over HTTP/2).
+pub(super) struct Upgraded {
+    pub sub: Subprotocol,
+    /// The caller its `Authorization` proved (`--auth`).
+    pub caller: Option<Arc<Caller>>,
+    /// Over HTTP/2 (RFC 8441), the stream the session runs on once the 200 is sent;
+    /// over HTTP/1.1 the socket itself leaves hyper instead.
+    pub stream: Option<hyper::upgrade::OnUpgrade>,
+}
 
-/// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket upgrades
-/// (HTTP/1.1 only: over HTTP/2, [`super::h2`], no request is one).
+/// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket handshakes
+/// (an HTTP/1.1 upgrade, or an HTTP/2 extended CONNECT: [`super::h2`]).
 pub(super) async fn route(
-    req: Request<Incoming>,
+    mut req: Request<Incoming>,
     shared: &Shared,
     info: &ConnInfo,
     upgrade: &std::sync::Mutex<Option<Upgraded>>,
@@ -302,7 +308,12 @@ pub(super) async fn route(
         };
         let (reply, sub) = handshake::accept(&req);
         if let (Some(sub), Ok(mut u)) = (sub, upgrade.lock()) {
-            *u = Some((sub, caller));
+            let stream = handshake::is_extended_connect(&req).then(|| hyper::upgrade::on(&mut req));
+            *u = Some(Upgraded {
+                sub,
+                caller,
+                stream,
+            });
         }
         return reply.map(ReplyBody::from);
     }

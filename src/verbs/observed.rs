@@ -43,7 +43,7 @@ pub(crate) struct StatsCache {
 }
 
 /// The protocols the server's framers name in `CallContext::protocol`.
-const PROTOCOLS: [&str; 11] = [
+const PROTOCOLS: [&str; 13] = [
     "xmlrpc",
     "xmlrpc-h2",
     "jsonrpc-http",
@@ -54,7 +54,9 @@ const PROTOCOLS: [&str; 11] = [
     "msgpack-rpc-h2",
     "stomp",
     "jsonrpc-ws",
+    "jsonrpc-ws-h2",
     "stomp-ws",
+    "stomp-ws-h2",
 ];
 
 #[derive(Debug)]

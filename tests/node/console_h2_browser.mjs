@@ -1,7 +1,7 @@
 // The console opened over https:// in headless Chromium, which speaks HTTP/2 to any
 // server that offers h2 by ALPN: the page, its script and its calls (fetch POSTs) must
-// come over h2, as the browser's own resource timing says; the events WebSocket stays
-// HTTP/1.1 (no RFC 8441). The test's CA is not the browser's: certificate errors are
+// come over h2, as the browser's own resource timing says; the events WebSocket opens
+// on the same connection by RFC 8441's extended CONNECT (the server counts it). The test's CA is not the browser's: certificate errors are
 // ignored for this context only.
 // Usage: node console_h2_browser.mjs BASE_URL CHROMIUM
 // Prints one JSON line.

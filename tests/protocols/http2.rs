@@ -1,7 +1,8 @@
 //! HTTP/2 on the shared port, with clients nobody here wrote: curl with prior knowledge
 //! (cleartext) and over TLS (ALPN h2), Python's httpx with `http2=True` (many calls at
-//! once on one connection), and h2load driving many streams. Every answer is compared
-//! with what the same request gets over HTTP/1.1.
+//! once on one connection), h2load driving many streams, and Node's own HTTP/2 client
+//! opening a WebSocket by extended CONNECT (RFC 8441). Every answer is compared with
+//! what the same request gets over HTTP/1.1.
 
 use crate::common::pki::Pki;
 use crate::common::{run_py, Server};
@@ -220,4 +221,26 @@ fn h2load_drives_many_streams() {
         "h2load spoke HTTP/2: {text}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn websocket_over_http2_with_nodes_extended_connect() {
+    let srv = Server::start(&[]);
+    let out = crate::common::run_node("ws_over_h2.mjs", &[&format!("http://{}", srv.addr)]);
+    let r: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["settings"]["enableConnectProtocol"], true, "{r}");
+    assert_eq!(r["status"], 200, "RFC 8441 answers 200: {r}");
+    assert_eq!(r["protocol"], "jsonrpc", "{r}");
+    assert_eq!(r["results"]["1"], 9007199254740991u64, "{r}");
+    assert_eq!(r["results"]["2"]["protocol"], "jsonrpc-ws-h2", "{r}");
+    assert!(r["results"]["3"].is_u64(), "a subscription id: {r}");
+    assert_eq!(r["post"], "h2-ws-vm", "a POST beside the session: {r}");
+    assert_eq!(r["event"], "|virt|VM_status|h2-ws-vm", "{r}");
+    // Counted under their own label.
+    let req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    let (_, _, body) =
+        crate::common::parse_http(&crate::common::exchange(srv.addr, req.as_bytes()));
+    let metrics = String::from_utf8_lossy(&body);
+    assert!(metrics.contains("protocol=\"jsonrpc-ws-h2\""), "{metrics}");
 }

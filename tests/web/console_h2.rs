@@ -1,7 +1,8 @@
 //! The console over `https://` in headless Chromium: the browser negotiates HTTP/2 by
 //! ALPN, and the page, its script and its calls come over it — checked in the browser
 //! (resource timing's `nextHopProtocol`) and on the server (the call counted as
-//! `jsonrpc-h2`), not assumed. The events WebSocket works beside it over HTTP/1.1.
+//! `jsonrpc-h2`), not assumed. The events WebSocket is a stream of the same connection
+//! (RFC 8441), counted on the server as `jsonrpc-ws-h2`.
 
 use crate::common::pki::Pki;
 use crate::common::run_node;
@@ -36,6 +37,14 @@ fn the_console_over_https_speaks_http2() {
     assert!(
         metrics
             .contains(r#"rpcmux_calls_started_total{protocol="jsonrpc-h2",method="VM.create"} 1"#),
+        "{metrics}"
+    );
+    // The events WebSocket rode the same connection (RFC 8441's extended CONNECT), as
+    // Chromium chooses once the server's SETTINGS allow it; the event reached the page.
+    assert!(
+        metrics.contains(
+            r#"rpcmux_calls_started_total{protocol="jsonrpc-ws-h2",method="subscribe"} 1"#
+        ),
         "{metrics}"
     );
 }

@@ -1,6 +1,8 @@
 //! The opening handshake (RFC 6455 section 4.2): a `GET` with `Upgrade: websocket` on
 //! any path is answered `101 Switching Protocols` by hyper, with the accept key and the
-//! chosen subprotocol; anything malformed gets 400 (426 for another version).
+//! chosen subprotocol; anything malformed gets 400 (426 for another version). Over
+//! HTTP/2 the handshake is RFC 8441's extended CONNECT (`:protocol: websocket`),
+//! answered 200 with no key: the stream then carries the frames.
 
 use base64::Engine;
 use http_body_util::Full;
@@ -25,9 +27,19 @@ const KNOWN: [(&str, Subprotocol); 3] = [
     ("v11.stomp", Subprotocol::Stomp),
 ];
 
-/// Does this request ask for a WebSocket (`Upgrade: websocket`)?
+/// Does this request ask for a WebSocket: `Upgrade: websocket` (HTTP/1.1), or an
+/// extended CONNECT for `websocket` (HTTP/2, RFC 8441)?
 pub fn is_upgrade<B>(req: &Request<B>) -> bool {
-    header_has(req.headers(), UPGRADE, "websocket")
+    header_has(req.headers(), UPGRADE, "websocket") || is_extended_connect(req)
+}
+
+/// An HTTP/2 extended CONNECT whose `:protocol` is `websocket` (RFC 8441 section 4).
+pub fn is_extended_connect<B>(req: &Request<B>) -> bool {
+    req.method() == Method::CONNECT
+        && req
+            .extensions()
+            .get::<hyper::ext::Protocol>()
+            .is_some_and(|p| p.as_str().eq_ignore_ascii_case("websocket"))
 }
 
 /// A reply to an upgrade request.
@@ -49,9 +61,22 @@ pub fn accept<B>(req: &Request<B>) -> (Reply, Option<Subprotocol>) {
     }
 }
 
-/// The 101 and the subprotocol, or the status and reason of a refusal.
+/// The 101 (200 over HTTP/2) and the subprotocol, or the status and reason of a refusal.
 fn check<B>(req: &Request<B>) -> Result<(Reply, Subprotocol), (StatusCode, &'static str)> {
     let h = req.headers();
+    if is_extended_connect(req) {
+        // RFC 8441 section 5: no Upgrade, Connection, key or accept; the version and
+        // subprotocol headers as in RFC 6455.
+        if h.get("sec-websocket-version").map(|v| v.as_bytes()) != Some(b"13") {
+            return Err((
+                StatusCode::UPGRADE_REQUIRED,
+                "only WebSocket version 13 is spoken\n",
+            ));
+        }
+        let mut r = Response::new(Full::default());
+        let sub = choose(h, r.headers_mut());
+        return Ok((r, sub));
+    }
     if req.method() != Method::GET || req.version() != Version::HTTP_11 {
         return Err((
             StatusCode::BAD_REQUEST,
@@ -78,19 +103,6 @@ fn check<B>(req: &Request<B>) -> Result<(Reply, Subprotocol), (StatusCode, &'sta
     if decoded.map(|k| k.len()) != Ok(16) {
         return Err((StatusCode::BAD_REQUEST, "bad Sec-WebSocket-Key\n"));
     }
-    let offered = h
-        .get_all("sec-websocket-protocol")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(str::trim);
-    let mut chosen = None;
-    for name in offered {
-        if let Some(k) = KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)) {
-            chosen = Some(*k);
-            break;
-        }
-    }
     let mut r = Response::new(Full::default());
     *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
     let rh = r.headers_mut();
@@ -98,16 +110,30 @@ fn check<B>(req: &Request<B>) -> Result<(Reply, Subprotocol), (StatusCode, &'sta
     rh.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
     let accept = HeaderValue::from_str(&accept_key(key.trim_ascii())).expect("base64 is a header");
     rh.insert("sec-websocket-accept", accept);
-    // Offering only names we do not speak gets no protocol header: JSON-RPC, and the
-    // client decides whether that will do (RFC 6455 section 4.1).
-    let sub = match chosen {
+    let sub = choose(h, rh);
+    Ok((r, sub))
+}
+
+/// The subprotocol: the first offered that we speak, named in the reply's headers.
+/// Offering only names we do not speak gets no protocol header: JSON-RPC, and the
+/// client decides whether that will do (RFC 6455 section 4.1).
+fn choose(h: &HeaderMap, reply: &mut HeaderMap) -> Subprotocol {
+    let offered = h
+        .get_all("sec-websocket-protocol")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim);
+    let chosen = offered
+        .filter_map(|name| KNOWN.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)))
+        .next();
+    match chosen {
         Some((name, sub)) => {
-            rh.insert("sec-websocket-protocol", HeaderValue::from_static(name));
-            sub
+            reply.insert("sec-websocket-protocol", HeaderValue::from_static(name));
+            *sub
         }
         None => Subprotocol::Json,
-    };
-    Ok((r, sub))
+    }
 }
 
 /// Does a comma-separated header hold `token` (case-insensitive)?
@@ -160,6 +186,29 @@ mod tests {
             (Subprotocol::Json, None)
         );
         assert_eq!(r.status(), StatusCode::SWITCHING_PROTOCOLS);
+    }
+
+    #[test]
+    fn http2_extended_connect_is_answered_200_without_a_key() {
+        let mut req = Request::connect("/")
+            .version(Version::HTTP_2)
+            .header("sec-websocket-version", "13")
+            .header("sec-websocket-protocol", "v12.stomp")
+            .body(())
+            .unwrap();
+        req.extensions_mut()
+            .insert(hyper::ext::Protocol::from_static("websocket"));
+        assert!(is_upgrade(&req));
+        let (r, sub) = accept(&req);
+        assert_eq!(
+            (r.status(), sub),
+            (StatusCode::OK, Some(Subprotocol::Stomp))
+        );
+        assert_eq!(r.headers()["sec-websocket-protocol"], "v12.stomp");
+        assert!(r.headers().get("sec-websocket-accept").is_none());
+        // A plain CONNECT (a proxy tunnel) is no WebSocket.
+        let plain = Request::connect("/").body(()).unwrap();
+        assert!(!is_upgrade(&plain));
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! WebSocket on the shared port (RFC 6455): a `GET` with `Upgrade: websocket` on any
 //! path, plain or inside TLS, is answered 101 by hyper ([`handshake`]), then the socket
-//! leaves hyper (its read-ahead bytes with it) and runs on the stream driver
+//! leaves hyper (its read-ahead bytes with it); over HTTP/2 an extended CONNECT (RFC
+//! 8441) is answered 200 and its stream carries the session (`http/h2.rs`). Either runs
+//! on the stream driver
 //! (`stream/driver.rs`) like raw-TCP JSON-RPC and STOMP: bounded calls in flight,
 //! bounded unsent output, events, idle timeout, graceful shutdown (close 1001).
 //!
@@ -34,14 +36,16 @@ pub(crate) async fn serve<S: Stream>(
     match sub {
         Subprotocol::Json => {
             let (verbs, bounds) = (shared.verbs.clone(), shared.json_bounds());
-            driver::serve(io, info, shared, "jsonrpc-ws", |ctx| {
+            let protocol = info.http_protocol("jsonrpc-ws", "jsonrpc-ws-h2");
+            driver::serve(io, info, shared, protocol, |ctx| {
                 conn::Ws::new(json::JsonWs { verbs, ctx, bounds }, &ws)
             })
             .await
         }
         Subprotocol::Stomp => {
             let (conn_id, for_framer) = (info.id, shared.clone());
-            driver::serve(io, info, shared, "stomp-ws", |ctx| {
+            let protocol = info.http_protocol("stomp-ws", "stomp-ws-h2");
+            driver::serve(io, info, shared, protocol, |ctx| {
                 conn::Ws::new(stomp::StompWs::new(for_framer, ctx, conn_id), &ws)
             })
             .await
