@@ -16,13 +16,15 @@ pub struct ServeArgs {
     #[arg(long = "listen", short = 'l', value_name = "ADDR")]
     listen: Vec<String>,
     /// Permission bits of the Unix socket files (octal, e.g. 0660): who may connect is
-    /// who may write the file.
+    /// who may write the file. [default: what the umask leaves]
     #[arg(long, value_name = "MODE", value_parser = unix_mode)]
     unix_mode: Option<u32>,
-    /// Owner of the Unix socket files (a user name or uid; needs privilege).
+    /// Owner of the Unix socket files (a user name or uid; needs privilege). [default:
+    /// the server's user]
     #[arg(long, value_name = "USER")]
     unix_owner: Option<String>,
-    /// Group of the Unix socket files (a group name or gid).
+    /// Group of the Unix socket files (a group name or gid). [default: the server's
+    /// group]
     #[arg(long, value_name = "GROUP")]
     unix_group: Option<String>,
     /// Accept a PROXY v1/v2 header from processes on the Unix sockets (a local balancer

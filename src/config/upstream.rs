@@ -9,7 +9,10 @@ use serde::{Deserialize, Deserializer};
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod percent;
 mod unix;
+
+use percent::percent_decode;
 
 /// One server whose verbs rpcmux serves (`[[upstream]]`; docs/gateway.md).
 ///
@@ -525,24 +528,6 @@ fn userinfo(url: &str) -> Result<Option<(String, String)>, &'static str> {
     }
     check_secret(&password, false)?;
     Ok(Some((user, password)))
-}
-
-/// `%XX` escapes decoded; `None` for a bad escape or bytes that are not UTF-8.
-fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// The protocol an upstream URL's scheme names.

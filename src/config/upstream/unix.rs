@@ -3,7 +3,7 @@
 //! of the HTTP path, so another HTTP path than the protocol's usual one is a query:
 //! `?path=/PATH`.
 
-use super::percent_decode;
+use super::percent::percent_decode;
 
 /// Why an `@` is refused: the URL has no authority to carry credentials in.
 const NO_CREDENTIALS: &str = "an '@' in a Unix-socket url: it carries no credentials (set \
