@@ -264,3 +264,25 @@ fn policy_debug_shows_no_hash() {
     );
     assert!(!shown.contains("argon2"), "{shown}");
 }
+
+#[test]
+fn a_unix_peer_is_the_user_its_uid_names() {
+    let text = "[users.\"uid:1000\"]\nallow = [\"VM.*\"]\n";
+    let auth = Auth::with_parts(
+        Policy::from_toml(text, Path::new(".")).unwrap(),
+        None,
+        Pool::new(1, 1),
+        Throttle::new(),
+    );
+    let peer = auth.unix_peer(1000);
+    assert_eq!(peer, Principal::new("uid:1000", Via::Peer));
+    assert_eq!(
+        auth.allows(Some(&peer), "VM.create"),
+        crate::Decision::Allowed
+    );
+    let other = auth.unix_peer(1001);
+    assert_eq!(
+        auth.allows(Some(&other), "VM.create"),
+        crate::Decision::Forbidden
+    );
+}

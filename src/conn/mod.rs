@@ -14,5 +14,5 @@ pub mod reply_cap;
 
 pub use caller::Caller;
 pub(crate) use info::{ConnInfo, Stage};
+pub(crate) use peer::Peer;
 pub use peer::PeerCred;
-pub(crate) use peer::{throttle_ip, Peer};

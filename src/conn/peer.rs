@@ -15,13 +15,6 @@ pub struct PeerCred {
     pub pid: Option<i32>,
 }
 
-impl PeerCred {
-    /// The principal these credentials make when authentication is on: `uid:1000`.
-    pub fn principal(&self) -> String {
-        format!("uid:{}", self.uid)
-    }
-}
-
 impl std::fmt::Display for PeerCred {
     /// `unix(uid=1000,gid=1000,pid=4242)`: one token, so a log line keeps it whole.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -63,6 +56,25 @@ impl Peer {
             Peer::Unix(c) => Some(*c),
         }
     }
+
+    /// The address failed logins are throttled by. A uid becomes an address in
+    /// `100::/64`, the discard-only prefix (RFC 6666) no real client has: each local
+    /// user is throttled on its own, never together with a TCP client.
+    pub fn throttle_ip(&self) -> IpAddr {
+        match self {
+            Peer::Tcp(a) => a.ip().to_canonical(),
+            Peer::Unix(c) => IpAddr::V6(Ipv6Addr::new(
+                0x100,
+                0,
+                0,
+                0,
+                0,
+                0,
+                (c.uid >> 16) as u16,
+                c.uid as u16,
+            )),
+        }
+    }
 }
 
 impl std::fmt::Display for Peer {
@@ -71,28 +83,6 @@ impl std::fmt::Display for Peer {
             Peer::Tcp(a) => a.fmt(f),
             Peer::Unix(c) => c.fmt(f),
         }
-    }
-}
-
-/// The address failed logins are throttled by for a caller known by `peer` (a TCP
-/// address) or `cred` (a Unix socket's process), `0.0.0.0` for neither (an embedder's own
-/// transport). A uid becomes an address in `100::/64`, the discard-only prefix
-/// (RFC 6666) no real client has: each local user is throttled on its own, never
-/// together with a TCP client.
-pub(crate) fn throttle_ip(peer: Option<SocketAddr>, cred: Option<PeerCred>) -> IpAddr {
-    match (peer, cred) {
-        (Some(a), _) => a.ip().to_canonical(),
-        (None, Some(c)) => IpAddr::V6(Ipv6Addr::new(
-            0x100,
-            0,
-            0,
-            0,
-            0,
-            0,
-            (c.uid >> 16) as u16,
-            c.uid as u16,
-        )),
-        (None, None) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
     }
 }
 
@@ -108,7 +98,6 @@ mod tests {
             pid: Some(42),
         };
         assert_eq!(Peer::Unix(c).to_string(), "unix(uid=1000,gid=100,pid=42)");
-        assert_eq!(c.principal(), "uid:1000");
         assert_eq!(Peer::Unix(c).ip(), None);
         let tcp: SocketAddr = "[::ffff:10.0.0.1]:5".parse().unwrap();
         assert_eq!(Peer::Tcp(tcp).ip(), Some("10.0.0.1".parse().unwrap()));
@@ -116,16 +105,18 @@ mod tests {
 
     #[test]
     fn each_uid_is_throttled_apart_from_every_tcp_client() {
-        let cred = |uid| PeerCred {
-            uid,
-            gid: 0,
-            pid: None,
+        let user = |uid| {
+            Peer::Unix(PeerCred {
+                uid,
+                gid: 0,
+                pid: None,
+            })
         };
-        let a = throttle_ip(None, Some(cred(1000)));
-        let b = throttle_ip(None, Some(cred(1001)));
+        let a = user(1000).throttle_ip();
+        let b = user(1001).throttle_ip();
         assert_ne!(a, b);
         assert_eq!(a.to_string(), "100::3e8");
         let tcp: SocketAddr = "127.0.0.1:9".parse().unwrap();
-        assert_eq!(throttle_ip(Some(tcp), Some(cred(1))), tcp.ip());
+        assert_eq!(Peer::Tcp(tcp).throttle_ip(), tcp.ip());
     }
 }

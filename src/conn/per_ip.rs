@@ -74,10 +74,6 @@ impl PerIp {
     /// Take one slot of `kind` for `peer`, or `None` when its cap is reached. With no
     /// cap configured nothing is counted (and nothing locked).
     pub fn try_take(self: &Arc<Self>, peer: &Peer, kind: Kind) -> Option<Option<Held>> {
-        self.take(Key::of_peer(peer), kind)
-    }
-
-    fn take(self: &Arc<Self>, key: Key, kind: Kind) -> Option<Option<Held>> {
         let cap = match kind {
             Kind::Conn => self.max_conns,
             Kind::Sniffing => self.max_sniffing,
@@ -85,6 +81,7 @@ impl PerIp {
         if cap == 0 {
             return Some(None);
         }
+        let key = Key::of_peer(peer);
         let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
         let c = counts.entry(key).or_default();
         let n = match kind {
@@ -174,18 +171,12 @@ mod tests {
         );
         drop((x, y));
     }
-}
-
-#[cfg(test)]
-mod unix_tests {
-    use super::*;
-    use crate::conn::PeerCred;
 
     #[test]
     fn unix_peers_count_per_uid_apart_from_addresses() {
         let t = PerIp::new(1, 0);
         let user = |uid| {
-            Peer::Unix(PeerCred {
+            Peer::Unix(crate::conn::PeerCred {
                 uid,
                 gid: 0,
                 pid: None,

@@ -32,10 +32,7 @@ pub fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
         .help("Describe the caller as the server sees it: peer (the client address, from a trusted PROXY header when there is one; over a Unix socket the process's unix(uid=..,gid=..,pid=..)), identity (the verified TLS client certificate's subject CN or first SAN, or nil), principal (who --auth says is calling, or nil), protocol.")
         .handler(|_, ctx| async move {
             Ok(vstruct! {
-                "peer" => match (ctx.peer, ctx.peer_cred) {
-                    (Some(a), _) => Some(a.to_string()),
-                    (None, c) => c.map(|c| c.to_string()),
-                },
+                "peer" => ctx.client().map(|p| p.to_string()),
                 "identity" => ctx.peer_identity.as_deref(),
                 "principal" => ctx.principal().as_deref(),
                 "protocol" => ctx.protocol,

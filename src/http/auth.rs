@@ -75,7 +75,7 @@ pub(crate) async fn authenticate(
             false,
         ));
     };
-    let source: IpAddr = crate::conn::throttle_ip(info.peer.addr(), info.peer.cred());
+    let source: IpAddr = info.peer.throttle_ip();
     match shared.verbs.login(auth, &credentials, source).await {
         Ok(p) => {
             memo.put(header, &p);

@@ -168,10 +168,11 @@ async fn session(
         caller,
         stream,
     } = handshake;
-    if let Some(Ok(upgraded)) = match stream {
-        Some(on) => Some(on.await),
+    let upgraded = match stream {
+        Some(on) => on.await.ok(),
         None => None,
-    } {
+    };
+    if let Some(upgraded) = upgraded {
         // The principal the handshake proved is the session's.
         if caller.is_some() {
             info.caller = caller;

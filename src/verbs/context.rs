@@ -77,7 +77,17 @@ impl CallContext {
     /// over a Unix socket, or the unspecified address for a call that came with
     /// neither (an embedder's own transport).
     pub(crate) fn source_ip(&self) -> std::net::IpAddr {
-        crate::conn::throttle_ip(self.peer, self.peer_cred)
+        self.client()
+            .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |p| {
+                p.throttle_ip()
+            })
+    }
+
+    /// The other end of the call's connection: the TCP client, or the Unix socket's
+    /// process; `None` for a call that came with neither.
+    pub(crate) fn client(&self) -> Option<crate::conn::Peer> {
+        use crate::conn::Peer;
+        self.peer.map(Peer::Tcp).or(self.peer_cred.map(Peer::Unix))
     }
 
     /// A context for calling a table directly (tests, embedders' own transports):

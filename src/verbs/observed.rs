@@ -161,10 +161,7 @@ impl Observer {
                 // Only the log shows what was asked for, cut short.
                 None => Method::Unknown(requested.chars().take(64).collect()),
             },
-            peer: match (ctx.peer, ctx.peer_cred) {
-                (Some(a), _) => Some(Peer::Tcp(a)),
-                (None, c) => c.map(Peer::Unix),
-            },
+            peer: ctx.client(),
             identity: match &ctx.caller {
                 Some(c) => Identity::Caller(c.clone()),
                 None => Identity::Name(ctx.peer_identity.clone()),

@@ -280,6 +280,17 @@ pub fn run_script(
     stdout
 }
 
+/// A fresh directory of its own under the system's temp directory, for one test's files
+/// (sockets, configs): named by `name`, this process and a counter.
+pub fn temp_dir(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("rpcmux-{name}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
 /// Run the `rpcmux` binary with `args` (`call`, `bench`, `serve` that fails...), `stdin`
 /// written to it, and wait for it.
 pub fn run_rpcmux(args: &[&str], stdin: Option<&str>) -> Output {

@@ -10,13 +10,6 @@ use std::io::{Read, Write};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-fn sock_dir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("rpcmux-hap-unix-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// `whoami` over HTTP/1.1 through `port`; the reply, and the address we called from.
 fn whoami_through(port: u16) -> Option<(serde_json::Value, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
@@ -36,7 +29,7 @@ fn whoami_through(port: u16) -> Option<(serde_json::Value, String)> {
 
 #[test]
 fn haproxy_on_a_socket_file_names_each_client_by_proxy_v2() {
-    let dir = sock_dir();
+    let dir = common::temp_dir("hap-unix");
     let sock = dir.join("rpcmux.sock");
     let srv = Server::start(&[
         "--listen",
@@ -84,8 +77,7 @@ fn haproxy_on_a_socket_file_names_each_client_by_proxy_v2() {
 
 #[test]
 fn without_unix_proxy_a_proxy_header_on_the_socket_is_refused() {
-    let dir = sock_dir().join("off");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("hap-unix-off");
     let sock = dir.join("rpcmux.sock");
     let srv = Server::start(&["--listen", &format!("unix:{}", sock.display())]);
     let mut s = std::os::unix::net::UnixStream::connect(&sock).unwrap();

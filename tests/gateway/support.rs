@@ -9,7 +9,6 @@ use std::io::{BufRead, BufReader};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// A port nothing listens on right now (bound, then released).
@@ -21,18 +20,7 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// A fresh directory under the system temp dir, for config files and logs.
-pub fn temp_dir(name: &str) -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "rpcmux-gw-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+pub use crate::common::temp_dir;
 
 /// A Python server from tests/python, killed on drop.
 pub struct PyUpstream {

@@ -13,9 +13,7 @@ use std::time::Duration;
 
 /// A fresh directory for socket files (a socket path must stay under 108 bytes).
 fn sock_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rpcmux-unix-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
+    let d = common::temp_dir(&format!("unix-{tag}"));
     // Other users must reach the socket inside (the kernel checks the directory too).
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
     d
