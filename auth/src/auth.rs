@@ -3,15 +3,15 @@
 use crate::cache::Cache;
 use crate::glob;
 use crate::password;
-use crate::pool::{Pool, Refused};
-use crate::throttle::Throttle;
+use crate::pool::{Lane, Pool, Refused};
+use crate::throttle::{source_key, Name, Throttle};
 use crate::{Credentials, Decision, Failure, Policy, PolicyError, Principal, Via};
 use arc_swap::ArcSwap;
 use futures_util::future::BoxFuture;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::SystemTime;
 
 /// An embedder's own user store (LDAP, a database): asked before the credentials
 /// file. `Ok(Some(name))`: verified, the principal is `name` (its permissions are the
@@ -45,6 +45,8 @@ pub struct Auth {
     authenticator_pool: Pool,
     pub(crate) cache: Cache,
     pub(crate) throttle: Throttle,
+    /// Bumped by every reload: see [`Auth::generation`].
+    generation: AtomicU64,
     /// How many argon2 verifications ran (the tests' witness that one did not).
     #[cfg(test)]
     pub(crate) argon2_runs: Arc<std::sync::atomic::AtomicUsize>,
@@ -70,6 +72,7 @@ impl Auth {
             authenticator_pool: Pool::new(AUTHENTICATOR_PARALLEL, AUTHENTICATOR_QUEUE),
             cache: Cache::new(),
             throttle,
+            generation: AtomicU64::new(0),
             #[cfg(test)]
             argon2_runs: Default::default(),
         }
@@ -104,6 +107,7 @@ impl Auth {
         let policy = Policy::load(path)?;
         self.policy.store(Arc::new(policy));
         self.cache.clear();
+        self.generation.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
@@ -123,10 +127,13 @@ impl Auth {
         source: IpAddr,
     ) -> Result<Principal, Failure> {
         let policy = self.policy.load_full();
-        // Only users of the file are counted: invented names cannot fill the table.
+        // Users of the file and invented names are counted apart (invented ones cannot
+        // push a real user's count out), and answered alike: a lockout does not tell
+        // whether a name exists.
         let user = match credentials {
-            Credentials::Password { user, .. } if policy.has_user(user) => Some(user.as_str()),
-            _ => None,
+            Credentials::Password { user, .. } if policy.has_user(user) => Some(Name::Known(user)),
+            Credentials::Password { user, .. } => Some(Name::Unknown(user)),
+            Credentials::Token(_) => None,
         };
         // A guessing address learns nothing, not even from the cache.
         if let Err(retry_after) = self.throttle.check(source, None) {
@@ -149,6 +156,10 @@ impl Auth {
                 self.cache.put(digest, generation, principal);
             }
             Err(Failure::Rejected { .. }) => self.throttle.failed(source, user),
+            // Refused unverified, but an attempt all the same: a flood that only ever
+            // meets a full queue is throttled like one that is verified and wrong, so
+            // it stops costing others their turn.
+            Err(Failure::Busy) => self.throttle.failed(source, None),
             Err(_) => {}
         }
         outcome
@@ -169,6 +180,9 @@ impl Auth {
             // inside its future.
             let job = move || handle.block_on(authenticator.authenticate(&credentials, source));
             match self.authenticator_pool.run(job).await {
+                Ok(Ok(Some(name))) if Principal::is_local_user_name(&name) => {
+                    return Err(rejected("authenticator named a local uid"))
+                }
                 Ok(Ok(Some(name))) => return Ok(Principal::new(name, Via::Custom)),
                 Ok(Ok(None)) => {}
                 Ok(Err(())) => return Err(rejected("rejected by the authenticator")),
@@ -177,11 +191,14 @@ impl Auth {
         }
         match credentials {
             Credentials::Password { user, password } => {
-                self.verify_password(policy, user, password).await
+                self.verify_password(policy, user, password, source).await
             }
             Credentials::Token(token) => {
                 let jwt = policy.jwt.as_ref().ok_or(Failure::Unsupported)?;
                 let (sub, expires) = jwt.verify(token).map_err(rejected)?;
+                if Principal::is_local_user_name(&sub) {
+                    return Err(rejected("token sub names a local uid"));
+                }
                 Ok(Principal::new(sub, Via::Token).expiring(expires))
             }
         }
@@ -194,6 +211,7 @@ impl Auth {
         policy: &Policy,
         user: &str,
         password: &str,
+        source: IpAddr,
     ) -> Result<Principal, Failure> {
         let stored = policy.users.get(user).and_then(|u| u.password.as_ref());
         let (phc, why) = match stored {
@@ -211,7 +229,11 @@ impl Auth {
             runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             password::verify(&phc, &password)
         };
-        match self.pool.run(job).await {
+        let lane = match self.throttle.in_good_standing(source) {
+            true => Lane::Trusted,
+            false => Lane::Any,
+        };
+        match self.pool.run_for(source_key(source), lane, job).await {
             Ok(true) if stored.is_some() => Ok(Principal::new(user, Via::Password)),
             Ok(_) => Err(rejected(why)),
             Err(refused) => Err(pool_failure(refused)),
@@ -220,9 +242,10 @@ impl Auth {
 
     /// The principal a verified certificate name makes (a user of the file with no
     /// password, e.g. `[users.engine]`; any other name too, with only the anonymous
-    /// permissions).
-    pub fn certificate(&self, name: &str) -> Principal {
-        Principal::new(name, Via::Certificate)
+    /// permissions). `None` for a `uid:N` name: only the kernel names local users
+    /// ([`Auth::unix_peer`]), never a certificate or a PROXY header.
+    pub fn certificate(&self, name: &str) -> Option<Principal> {
+        (!Principal::is_local_user_name(name)).then(|| Principal::new(name, Via::Certificate))
     }
 
     /// The principal a Unix-domain socket's peer makes: `uid:1000` for the process the
@@ -245,7 +268,7 @@ impl Auth {
                 false => Decision::NotAuthenticated,
             };
         };
-        match policy.rules(who.name()) {
+        match rules(&policy, who) {
             Some(rules) if glob::any(&rules.deny, verb) => Decision::Forbidden,
             Some(rules) if glob::any(&rules.allow, verb) => Decision::Allowed,
             _ if anonymous() => Decision::Allowed,
@@ -260,9 +283,13 @@ impl Auth {
             return false;
         };
         let policy = self.policy.load();
-        policy
-            .rules(who.name())
-            .is_some_and(|rules| glob::any(&rules.events, event))
+        rules(&policy, who).is_some_and(|rules| glob::any(&rules.events, event))
+    }
+
+    /// Which policy is in force: a number that changes with every [`Auth::reload`]. What
+    /// a connection remembers of its credentials is good for this generation only.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// Whether the policy checks tokens at all (`[jwt]`): a server says `Bearer` in
@@ -279,9 +306,18 @@ impl Auth {
     }
 }
 
-/// Whether `p`'s proof still holds (no clock read for a principal that never expires).
+/// Whether `p`'s proof still holds.
 fn current(p: &Principal) -> bool {
-    p.expires().is_none_or(|at| at > SystemTime::now())
+    p.is_current()
+}
+
+/// `who`'s rules in `policy`. A `uid:N` user's only for the kernel's own account of a
+/// Unix socket's peer, whatever else made a principal of that name.
+fn rules<'p>(policy: &'p Policy, who: &Principal) -> Option<&'p crate::policy::Rules> {
+    if Principal::is_local_user_name(who.name()) && who.via() != Via::Peer {
+        return None;
+    }
+    policy.rules(who.name())
 }
 
 fn rejected(detail: &'static str) -> Failure {

@@ -67,6 +67,10 @@ struct Minted<'a> {
 struct Claims {
     sub: Option<String>,
     exp: Option<f64>,
+    /// Only whether it is there: with no `audience` configured, a token meant for
+    /// some audience is meant for another service (RFC 7519 §4.1.3).
+    #[serde(default)]
+    aud: Option<serde::de::IgnoredAny>,
 }
 
 impl JwtKey {
@@ -177,6 +181,9 @@ impl JwtKey {
     pub(crate) fn verify(&self, token: &str) -> Result<(String, SystemTime), &'static str> {
         let data = jsonwebtoken::decode::<Claims>(token, &self.key, &self.validation)
             .map_err(|e| detail(e.kind()))?;
+        if self.audience.is_none() && data.claims.aud.is_some() {
+            return Err("token aud, but no audience is configured");
+        }
         let (Some(sub), Some(exp)) = (data.claims.sub, data.claims.exp) else {
             return Err("token missing a required claim");
         };

@@ -42,6 +42,15 @@ pub(crate) fn verify(phc: &str, password: &str) -> bool {
     }
 }
 
+/// What verifying against `phc` costs, to compare hashes: its memory times its passes
+/// (lanes share the memory; the output length costs next to nothing).
+pub(crate) fn cost(phc: &str) -> u64 {
+    PasswordHash::new(phc)
+        .ok()
+        .and_then(|hash| Params::try_from(&hash).ok())
+        .map_or(0, |p| u64::from(p.m_cost()) * u64::from(p.t_cost()))
+}
+
 /// A hash no password matches (its output is all zeros), with the same parameters
 /// and output length as `phc`: verifying an unknown user's password against it costs
 /// what a real user's does, so timing does not tell whether a user exists.

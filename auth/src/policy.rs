@@ -138,13 +138,18 @@ impl Policy {
     fn parse(text: &str, base: &Path, origin: &str) -> Result<Policy, PolicyError> {
         let file: File = toml::from_str(text).map_err(|e| toml_error(origin, text, &e))?;
         let mut users = HashMap::with_capacity_and_hasher(file.users.len(), Default::default());
-        let mut dummy_hash = None;
+        // The costliest hash of the file: an unknown user's attempt takes as long as the
+        // slowest real one's, so no user's hash is timed apart from the unknown.
+        let mut costliest: Option<(u64, &str)> = None;
         for (name, entry) in &file.users {
             let password = match &entry.password {
                 Some(phc) => {
                     let place = format!("users.{name}.password");
                     password::check_phc(phc).map_err(|why| PolicyError::at(origin, &place, why))?;
-                    dummy_hash.get_or_insert_with(|| password::dummy_for(phc));
+                    let cost = password::cost(phc);
+                    if costliest.is_none_or(|(c, _)| cost > c) {
+                        costliest = Some((cost, phc));
+                    }
                     Some(phc.clone())
                 }
                 None => None,
@@ -169,7 +174,8 @@ impl Policy {
             users,
             anonymous: globs(&file.anonymous),
             jwt,
-            dummy_hash: dummy_hash.unwrap_or_else(password::default_dummy),
+            dummy_hash: costliest
+                .map_or_else(password::default_dummy, |(_, phc)| password::dummy_for(phc)),
         })
     }
 

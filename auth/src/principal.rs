@@ -60,6 +60,17 @@ impl Principal {
     pub fn expires(&self) -> Option<SystemTime> {
         self.expires
     }
+    /// Whether its proof still holds: an expired principal is no principal, wherever it
+    /// is read (no clock read for one that never expires).
+    pub fn is_current(&self) -> bool {
+        self.expires.is_none_or(|at| at > SystemTime::now())
+    }
+    /// Whether `name` has the form only the kernel may vouch for (`uid:1000`, a Unix
+    /// socket's peer): a certificate, a PROXY header, a token or an authenticator that
+    /// names it is refused, or any of them could claim to be a local user.
+    pub fn is_local_user_name(name: &str) -> bool {
+        name.starts_with("uid:")
+    }
     /// Its name: a user of the credentials file, a token's `sub`, a certificate's name.
     pub fn name(&self) -> &str {
         &self.name

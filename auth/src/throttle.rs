@@ -3,12 +3,17 @@
 //! 60 s). Nothing is verified while locked out, so guessing costs the guesser time and
 //! the server nothing. A success clears the count; so do 15 quiet minutes.
 //!
-//! Users are counted only if they exist in the file (the caller checks), so invented
-//! names cannot fill the table; addresses are bounded by evicting the stalest entry.
-//! IPv6 sources count per /64: one host usually holds a whole /64.
+//! Users of the file and invented names are counted in tables of their own (the caller
+//! says which a name is), so invented names cannot push a real user's count out, and
+//! both are locked out alike: a lockout does not tell whether a name exists. Every
+//! table is bounded by evicting the stalest entry. IPv6 sources count per /64: one host
+//! usually holds a whole /64.
+//!
+//! A source whose last attempt succeeded, lately, is in good standing: its password
+//! verifications may use a slot the flood cannot fill (`pool.rs`).
 
 use std::collections::HashMap;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -23,15 +28,32 @@ const MAX_LOCKOUT: Duration = Duration::from_secs(60);
 const QUIET: Duration = Duration::from_secs(15 * 60);
 /// At most this many addresses (and as many users) are counted at once.
 const MAX_ENTRIES: usize = 65_536;
+/// How long a success keeps its source in good standing (while it fails no more).
+const GOOD_FOR: Duration = Duration::from_secs(60 * 60);
+
+/// A user name presented with a password, and whether the file has that user.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Name<'a> {
+    /// A user of the credentials file.
+    Known(&'a str),
+    /// Any other name (counted by a keyed hash: its table holds no attacker's text).
+    Unknown(&'a str),
+}
 
 /// The failure counts, per address and per user.
 pub(crate) struct Throttle {
     tables: Mutex<Tables>,
+    /// Hashes invented names (random per process: collisions cannot be aimed).
+    hasher: foldhash::quality::RandomState,
 }
 
 struct Tables {
     sources: Table<IpAddr>,
     users: Table<Box<str>>,
+    strangers: Table<u64>,
+    /// Sources whose last attempt was a success, and when it was.
+    good: HashMap<IpAddr, Instant>,
+    cap: usize,
 }
 
 impl Throttle {
@@ -44,53 +66,89 @@ impl Throttle {
             tables: Mutex::new(Tables {
                 sources: Table::new(cap),
                 users: Table::new(cap),
+                strangers: Table::new(cap),
+                good: HashMap::new(),
+                cap: cap.max(1),
             }),
+            hasher: Default::default(),
         }
     }
 
-    /// `Err(retry_after)` while `source` or `user` (an existing user, or `None`) is
-    /// locked out.
-    pub(crate) fn check(&self, source: IpAddr, user: Option<&str>) -> Result<(), Duration> {
+    /// `Err(retry_after)` while `source` or `user` (or `None`) is locked out.
+    pub(crate) fn check(&self, source: IpAddr, user: Option<Name<'_>>) -> Result<(), Duration> {
         self.check_at(source, user, Instant::now())
     }
 
     /// Count a failed attempt.
-    pub(crate) fn failed(&self, source: IpAddr, user: Option<&str>) {
+    pub(crate) fn failed(&self, source: IpAddr, user: Option<Name<'_>>) {
         self.failed_at(source, user, Instant::now());
     }
 
-    /// A success: forget both counts.
-    pub(crate) fn succeeded(&self, source: IpAddr, user: Option<&str>) {
+    /// A success: forget both counts; the source is in good standing.
+    pub(crate) fn succeeded(&self, source: IpAddr, user: Option<Name<'_>>) {
+        self.succeeded_at(source, user, Instant::now());
+    }
+
+    /// Whether `source`'s last attempt succeeded, less than [`GOOD_FOR`] ago.
+    pub(crate) fn in_good_standing(&self, source: IpAddr) -> bool {
+        let now = Instant::now();
+        let tables = self.lock();
+        let since = tables.good.get(&source_key(source));
+        since.is_some_and(|at| now.saturating_duration_since(*at) < GOOD_FOR)
+    }
+
+    pub(crate) fn succeeded_at(&self, source: IpAddr, user: Option<Name<'_>>, now: Instant) {
+        let key = source_key(source);
         let mut tables = self.lock();
-        tables.sources.entries.remove(&source_key(source));
-        if let Some(user) = user {
+        tables.sources.entries.remove(&key);
+        if let Some(Name::Known(user)) = user {
             tables.users.entries.remove(user);
         }
+        if !tables.good.contains_key(&key) && tables.good.len() >= tables.cap {
+            tables
+                .good
+                .retain(|_, at| now.saturating_duration_since(*at) < GOOD_FOR);
+            if tables.good.len() >= tables.cap {
+                let oldest = tables.good.iter().min_by_key(|(_, at)| **at);
+                if let Some(k) = oldest.map(|(k, _)| *k) {
+                    tables.good.remove(&k);
+                }
+            }
+        }
+        tables.good.insert(key, now);
     }
 
     pub(crate) fn check_at(
         &self,
         source: IpAddr,
-        user: Option<&str>,
+        user: Option<Name<'_>>,
         now: Instant,
     ) -> Result<(), Duration> {
         let tables = self.lock();
         let a = tables.sources.locked(&source_key(source), now);
-        let b = user.and_then(|u| tables.users.locked(u, now));
+        let b = match user {
+            Some(Name::Known(u)) => tables.users.locked(u, now),
+            Some(Name::Unknown(u)) => tables.strangers.locked(&self.hasher.hash_one(u), now),
+            None => None,
+        };
         match a.max(b) {
             Some(wait) => Err(wait),
             None => Ok(()),
         }
     }
 
-    pub(crate) fn failed_at(&self, source: IpAddr, user: Option<&str>, now: Instant) {
+    pub(crate) fn failed_at(&self, source: IpAddr, user: Option<Name<'_>>, now: Instant) {
+        let key = source_key(source);
         let mut tables = self.lock();
-        tables.sources.fail(source_key(source), now);
-        if let Some(user) = user {
-            match tables.users.entries.get_mut(user) {
+        tables.sources.fail(key, now);
+        tables.good.remove(&key);
+        match user {
+            Some(Name::Known(user)) => match tables.users.entries.get_mut(user) {
                 Some(entry) => entry.fail(now),
                 None => tables.users.fail(user.into(), now),
-            }
+            },
+            Some(Name::Unknown(user)) => tables.strangers.fail(self.hasher.hash_one(user), now),
+            None => {}
         }
     }
 
@@ -101,7 +159,7 @@ impl Throttle {
 }
 
 /// IPv4 (also IPv4-mapped IPv6) as is; other IPv6 addresses by their /64.
-fn source_key(source: IpAddr) -> IpAddr {
+pub(crate) fn source_key(source: IpAddr) -> IpAddr {
     match source {
         IpAddr::V4(_) => source,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -233,10 +291,10 @@ mod tests {
         let now = Instant::now();
         for i in 0..FREE {
             let ip = IpAddr::V4(std::net::Ipv4Addr::new(198, 51, 100, i as u8));
-            t.failed_at(ip, Some("alice"), now);
+            t.failed_at(ip, Some(Name::Known("alice")), now);
         }
-        assert_eq!(t.check_at(B, Some("alice"), now), Err(secs(1)));
-        assert_eq!(t.check_at(B, Some("bob"), now), Ok(()));
+        assert_eq!(t.check_at(B, Some(Name::Known("alice")), now), Err(secs(1)));
+        assert_eq!(t.check_at(B, Some(Name::Known("bob")), now), Ok(()));
         assert_eq!(t.check_at(B, None, now), Ok(()));
     }
 

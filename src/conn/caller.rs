@@ -33,9 +33,12 @@ impl Caller {
         &self.auth
     }
 
-    /// Its principal now, if it has proved one.
+    /// Its principal now, if it has proved one and the proof still holds: an expired
+    /// token names nobody, wherever it is read (`whoami`, the gateway's
+    /// `X-Rpcmux-Principal`, `.authenticated()` verbs, the access log).
     pub fn principal(&self) -> Option<Principal> {
-        self.who.read().ok().and_then(|w| w.clone())
+        let who = self.who.read().ok().and_then(|w| w.clone());
+        who.filter(Principal::is_current)
     }
 
     /// Bind `who` to the connection: every later call on it is `who`'s.

@@ -13,25 +13,29 @@ use hyper::{Response, StatusCode};
 use rpcmux_auth::{Credentials, Failure, Principal};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
 
 /// The `Authorization` a connection sent last and the principal it proved: a
 /// keep-alive client pays for its credentials once, not per request (a password's
-/// argon2 verification takes tens of milliseconds on purpose).
+/// argon2 verification takes tens of milliseconds on purpose; a Bearer token's
+/// signature check is remembered the same way). Good for the policy generation it was
+/// proved under only ([`rpcmux_auth::Auth::generation`]): after a reload (SIGHUP) an
+/// open connection proves its credentials again, so a changed password or a removed
+/// user stops working on live connections too.
 #[derive(Default)]
-pub(crate) struct Memo(Mutex<Option<(HeaderValue, Principal)>>);
+pub(crate) struct Memo(Mutex<Option<(HeaderValue, Principal, u64)>>);
 
 impl Memo {
-    fn get(&self, header: &HeaderValue) -> Option<Principal> {
+    fn get(&self, header: &HeaderValue, generation: u64) -> Option<Principal> {
         let memo = self.0.lock().ok()?;
-        let (h, p) = memo.as_ref()?;
-        let live = p.expires().is_none_or(|at| at > SystemTime::now());
-        (h == header && live).then(|| p.clone())
+        let (h, p, g) = memo.as_ref()?;
+        (h == header && *g == generation && p.is_current()).then(|| p.clone())
     }
 
-    fn put(&self, header: &HeaderValue, p: &Principal) {
+    /// Remember `p`, proved under `generation` (read before verifying: a proof that
+    /// straddles a reload is not remembered as the new policy's).
+    fn put(&self, header: &HeaderValue, p: &Principal, generation: u64) {
         if let Ok(mut memo) = self.0.lock() {
-            *memo = Some((header.clone(), p.clone()));
+            *memo = Some((header.clone(), p.clone(), generation));
         }
     }
 }
@@ -65,7 +69,8 @@ pub(crate) async fn authenticate(
             false,
         ));
     };
-    if let Some(p) = memo.get(header) {
+    let generation = auth.generation();
+    if let Some(p) = memo.get(header, generation) {
         return Ok(Some(Caller::new(auth.clone(), Some(p))));
     }
     let Some(credentials) = parse(header) else {
@@ -78,7 +83,7 @@ pub(crate) async fn authenticate(
     let source: IpAddr = info.peer.throttle_ip();
     match shared.verbs.login(auth, &credentials, source).await {
         Ok(p) => {
-            memo.put(header, &p);
+            memo.put(header, &p, generation);
             Ok(Some(Caller::new(auth.clone(), Some(p))))
         }
         Err(f @ Failure::Throttled { retry_after }) => Err(retry(

@@ -120,7 +120,7 @@ pub(crate) async fn handle(
             // A verified certificate (here, or at a trusted proxy), or a Unix socket's
             // uid, is a principal from the first call on; anyone else starts anonymous.
             let who = match (info.peer_identity.as_deref(), info.peer.cred()) {
-                (Some(name), _) => Some(auth.certificate(name)),
+                (Some(name), _) => auth.certificate(name),
                 (None, Some(cred)) => Some(auth.unix_peer(cred.uid)),
                 (None, None) => None,
             };

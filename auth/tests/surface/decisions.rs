@@ -77,7 +77,7 @@ fn users_and_groups() {
 #[test]
 fn a_name_not_in_the_file_gets_anonymous_only() {
     let auth = auth();
-    let stranger = auth.certificate("stranger");
+    let stranger = auth.certificate("stranger").unwrap();
     assert_eq!(stranger.via(), Via::Certificate);
     assert_eq!(auth.allows(Some(&stranger), "ping"), Decision::Allowed);
     assert_eq!(
@@ -85,7 +85,7 @@ fn a_name_not_in_the_file_gets_anonymous_only() {
         Decision::Forbidden
     );
     assert!(!auth.sees(Some(&stranger), "|virt|x"));
-    let root = auth.certificate("root");
+    let root = auth.certificate("root").unwrap();
     assert_eq!(auth.allows(Some(&root), "VM.start"), Decision::Allowed);
 }
 

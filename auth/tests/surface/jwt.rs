@@ -135,9 +135,46 @@ async fn hs256_good() {
     // iat is neither required nor checked (geth wants it within 60 s).
     let old_iat = json!({"sub": "alice", "exp": now() + 300, "iat": now() - 3600});
     assert!(login(&auth, secret_token(old_iat)).await.is_ok());
-    // An audience in the token when none is configured is fine.
-    let aud = json!({"sub": "alice", "exp": now() + 300, "aud": "elsewhere"});
-    assert!(login(&auth, secret_token(aud)).await.is_ok());
+    // A token for some audience, when none is configured, is for another service
+    // (RFC 7519 §4.1.3): refused, as a string or a list.
+    let aud = json!({"sub": "alice", "exp": now() + 300, "aud": "billing-service"});
+    refused(
+        login(&auth, secret_token(aud)).await,
+        "token aud, but no audience is configured",
+    );
+    let list = json!({"sub": "alice", "exp": now() + 300, "aud": ["billing-service"]});
+    refused(
+        login(&auth, secret_token(list)).await,
+        "token aud, but no audience is configured",
+    );
+}
+
+/// Only the kernel names local users: a token whose `sub` is `uid:0` is refused.
+#[tokio::test]
+async fn a_token_cannot_name_a_local_uid() {
+    let auth = hs256("");
+    let root = json!({"sub": "uid:0", "exp": now() + 300});
+    refused(
+        login(&auth, secret_token(root)).await,
+        "token sub names a local uid",
+    );
+}
+
+/// An expired token's principal is no principal: refused every verb, shown no event,
+/// and `is_current` says so to every other reader.
+#[tokio::test]
+async fn an_expired_principal_is_anonymous() {
+    let auth = hs256("leeway = 0");
+    let soon = json!({"sub": "alice", "exp": now() + 1});
+    let p = login(&auth, secret_token(soon)).await.unwrap();
+    assert!(p.is_current());
+    let gone = Principal::new("alice", Via::Token).expiring(SystemTime::now());
+    assert!(!gone.is_current());
+    assert_eq!(
+        auth.allows(Some(&gone), "anything"),
+        rpcmux_auth::Decision::NotAuthenticated
+    );
+    assert!(!auth.sees(Some(&gone), "anything"));
 }
 
 #[tokio::test]
