@@ -387,10 +387,12 @@ impl ServeArgs {
         );
         self.ops.apply(&mut c.ops);
         self.web.apply(&mut c);
-        if c.auth.proxy_cert_names && c.proxy_from.is_empty() && !c.unix.proxy {
-            // Names from a PROXY header are believed only from a trusted balancer.
+        if c.auth.proxy_cert_names && c.proxy_from.is_empty() {
+            // Names from a PROXY header are believed only from a balancer in
+            // proxy_from: on a Unix socket ([unix] proxy) any local process may send one.
             return Err("proxy_cert_names (--proxy-cert-names) needs proxy_from \
-                        (--proxy-from CIDR) or --unix-proxy: the balancers whose headers are believed"
+                        (--proxy-from CIDR): the balancers whose certificate names are believed \
+                        (never from a Unix socket, where any local process may send a PROXY header)"
                 .to_owned());
         }
         Ok((c, explicit_listen))

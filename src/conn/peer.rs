@@ -57,21 +57,24 @@ impl Peer {
         }
     }
 
-    /// The address failed logins are throttled by. A uid becomes an address in
-    /// `100::/64`, the discard-only prefix (RFC 6666) no real client has: each local
-    /// user is throttled on its own, never together with a TCP client.
+    /// The address failed logins are throttled by. A uid becomes the /64
+    /// `100:0:UIDHI:UIDLO::/64`, inside `100::/32`, reserved (`0000::/8`) and never a
+    /// real client's: each local user is throttled on its own, never together with a
+    /// TCP client. Its own /64, because the throttle counts an IPv6 source per /64 (one
+    /// host usually holds a whole /64): uids in one /64 would share one count, and five
+    /// wrong logins from `nobody` would lock `root` out.
     pub fn throttle_ip(&self) -> IpAddr {
         match self {
             Peer::Tcp(a) => a.ip().to_canonical(),
             Peer::Unix(c) => IpAddr::V6(Ipv6Addr::new(
                 0x100,
                 0,
-                0,
-                0,
-                0,
-                0,
                 (c.uid >> 16) as u16,
                 c.uid as u16,
+                0,
+                0,
+                0,
+                0,
             )),
         }
     }
@@ -115,7 +118,17 @@ mod tests {
         let a = user(1000).throttle_ip();
         let b = user(1001).throttle_ip();
         assert_ne!(a, b);
-        assert_eq!(a.to_string(), "100::3e8");
+        assert_eq!(a.to_string(), "100:0:0:3e8::");
+        // Apart by /64, the unit the throttle counts IPv6 sources in.
+        let prefix = |ip: IpAddr| match ip {
+            IpAddr::V6(v6) => u128::from(v6) >> 64,
+            IpAddr::V4(_) => unreachable!(),
+        };
+        assert_ne!(prefix(a), prefix(b));
+        assert_ne!(
+            prefix(user(0).throttle_ip()),
+            prefix(user(65534).throttle_ip())
+        );
         let tcp: SocketAddr = "127.0.0.1:9".parse().unwrap();
         assert_eq!(Peer::Tcp(tcp).throttle_ip(), tcp.ip());
     }

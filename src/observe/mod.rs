@@ -4,6 +4,7 @@
 //! whatever carried it.
 
 pub(crate) mod access;
+pub(crate) mod log_budget;
 pub(crate) mod metrics;
 pub(crate) mod upstream;
 

@@ -15,22 +15,39 @@ use rpcmux_value::RpcError;
 /// `system.multicall` runs nothing itself (each of its calls is checked).
 const ALWAYS: [&str; 2] = ["rpc.login", "system.multicall"];
 
+/// Verbs every authenticated caller may call, whatever its rules: each shows only what
+/// the caller may call or see already (introspection lists the verbs it may call,
+/// `subscribe` delivers the events its rules show), so a user whose rules name only
+/// its own verbs still has a working `s.system.listMethods()` and console.
+const AUTHENTICATED: [&str; 5] = [
+    "system.listMethods",
+    "system.methodHelp",
+    "system.methodSignature",
+    "rpc.discover",
+    "subscribe",
+];
+
 /// Why `ctx`'s caller may not call `verb` (the verb found for `method`, if any: an alias
-/// is checked as the verb it names, a name with no verb by the name asked for, so a
-/// forbidden caller learns nothing of which verbs exist). `None`: go ahead.
+/// is checked as the verb it names, a name with no verb by the name asked for). `None`:
+/// go ahead. A refusal names `method`, the name asked for, never an alias's target: a
+/// caller who may not call a name learns nothing of what is behind it, and an alias, a
+/// verb and a name with no verb are refused alike.
 pub(crate) fn refusal(ctx: &CallContext, method: &str, verb: Option<&Verb>) -> Option<RpcError> {
     let name = verb.map_or(method, |v| v.name.as_str());
     if verb.is_some_and(|v| v.policy.authenticated) && ctx.principal().is_none() {
-        return Some(not_authenticated(name));
+        return Some(not_authenticated(method));
     }
     let caller = ctx.caller.as_ref()?;
     if ALWAYS.contains(&name) {
         return None;
     }
+    if AUTHENTICATED.contains(&name) && ctx.principal().is_some() {
+        return None;
+    }
     match caller.allows(name) {
         Decision::Allowed => None,
-        Decision::NotAuthenticated => Some(not_authenticated(name)),
-        Decision::Forbidden => Some(forbidden(name, ctx)),
+        Decision::NotAuthenticated => Some(not_authenticated(method)),
+        Decision::Forbidden => Some(forbidden(method, ctx)),
     }
 }
 

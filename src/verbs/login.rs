@@ -3,6 +3,7 @@
 //! [`VerbTable::login`], which logs and counts the outcome the same way for all.
 
 use crate::codes::ERR_LOGIN_FAILED;
+use crate::observe::log_budget::LogBudget;
 use crate::verbs::dispatched::Reply;
 use crate::verbs::output::Output;
 use crate::verbs::RegisterError;
@@ -56,11 +57,19 @@ async fn verify(
             if let Failure::Rejected { detail } = f {
                 tracing::debug!(%source, user, via, detail, "credentials rejected");
             }
-            tracing::info!(%source, user, via, outcome, "login failed");
+            // At most a few lines a second however many guesses arrive (each is
+            // counted in rpcmux_logins_total all the same).
+            if let Some(suppressed) = FAILED_LOGINS.admit() {
+                tracing::info!(%source, user, via, outcome, suppressed, "login failed");
+            }
         }
     }
     r
 }
+
+/// The log budget of "login failed" lines (one per process: what it protects is the
+/// process's log).
+static FAILED_LOGINS: std::sync::LazyLock<LogBudget> = std::sync::LazyLock::new(LogBudget::new);
 
 /// Register `rpc.login` (with authentication on: [`crate::Server`] does).
 pub(crate) fn register_login(t: &mut VerbTable) -> Result<(), RegisterError> {

@@ -195,3 +195,75 @@ fn rpc_login_over_http_lasts_for_its_request_only() {
     let r = call(r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#);
     assert_eq!(r["result"], true, "{r}");
 }
+
+/// Issue 39 (smaller): the README's user, whose rules name only `VM.*`, `Host.*` and
+/// `echo`, may call introspection and `subscribe` (each shows only what it may call
+/// or see); a refusal names the name asked for, never an alias's target, so an alias
+/// of a forbidden verb, the verb and a name with no verb are refused alike.
+#[test]
+fn authenticated_callers_introspect_and_refusals_name_the_name_asked_for() {
+    let dir = scratch("readme-user");
+    let creds = credentials(&dir, "[users.bob]\nallow = [\"echo\"]\n");
+    // bob's password is alice's (the same hash: one `rpcmux passwd` run is enough).
+    let text = std::fs::read_to_string(&creds).unwrap();
+    let hash = text.split('"').nth(3).unwrap().to_owned();
+    std::fs::write(
+        &creds,
+        text.replace(
+            "[users.bob]\n",
+            &format!("[users.bob]\npassword = \"{hash}\"\n"),
+        ),
+    )
+    .unwrap();
+    let srv = Server::start(&["--auth", creds.to_str().unwrap()]);
+    let mut c = Lines::connect(srv.addr).unwrap();
+    let mut call = |line: &str| {
+        c.send(format!("{line}\n").as_bytes()).unwrap();
+        c.json(1 << 20).unwrap()
+    };
+    let r = call(
+        r#"{"jsonrpc":"2.0","id":1,"method":"rpc.login","params":{"user":"bob","password":"wonderland"}}"#,
+    );
+    assert_eq!(r["result"]["principal"], "bob", "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":2,"method":"system.listMethods"}"#);
+    let names = r["result"].as_array().unwrap_or_else(|| panic!("{r}"));
+    assert!(names.iter().any(|n| n == "echo"), "{r}");
+    assert!(
+        !names.iter().any(|n| n == "VM.create"),
+        "only what bob may call: {r}"
+    );
+    let r = call(r#"{"jsonrpc":"2.0","id":3,"method":"system.methodHelp","params":["echo"]}"#);
+    assert!(r["result"].is_string(), "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":4,"method":"system.methodSignature","params":["echo"]}"#);
+    assert!(r.get("error").is_none(), "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":5,"method":"rpc.discover"}"#);
+    assert!(r["result"]["methods"].is_array(), "{r}");
+    let r = call(r#"{"jsonrpc":"2.0","id":6,"method":"subscribe","params":["*"]}"#);
+    assert!(r.get("error").is_none(), "{r}");
+    // `list` is the demo's alias of Host.getVMList, which bob may not call.
+    let messages: Vec<String> = ["list", "Host.getVMList", "no.such.verb"]
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let r = call(&format!(
+                r#"{{"jsonrpc":"2.0","id":{},"method":"{m}"}}"#,
+                10 + i
+            ));
+            assert_eq!(error_code(&r), Some(-32021), "{m}: {r}");
+            r["error"]["message"].as_str().unwrap().replace(m, "NAME")
+        })
+        .collect();
+    assert_eq!(
+        messages[0], "forbidden: bob may not call \"NAME\"",
+        "{messages:?}"
+    );
+    assert!(
+        messages.iter().all(|m| *m == messages[0]),
+        "alike: {messages:?}"
+    );
+    // Anonymous callers still may not.
+    let mut anon = Lines::connect(srv.addr).unwrap();
+    anon.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"system.listMethods\"}\n")
+        .unwrap();
+    assert_eq!(error_code(&anon.json(1 << 20).unwrap()), Some(-32020));
+}

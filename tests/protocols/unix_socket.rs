@@ -458,3 +458,140 @@ fn one_user_filling_its_connection_cap_leaves_the_others_served() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An argon2id hash of "wonderland" with tiny parameters (m=64 KiB, t=1): a debug build
+/// verifies it at once. Made with `cryptography`'s Argon2id; the server checks it like
+/// any other.
+const CHEAP_WONDERLAND: &str =
+    "$argon2id$v=19$m=64,t=1,p=1$cnBjbXV4LXRlc3Qtc2FsdA$Tq3oVktg2bhtKJbKu/afkCFaIql/wZqiRhpZ7XQNNoo";
+
+/// tests/python/unix_raw.py with the system's Python (stdlib only, so any uid runs
+/// it), as `as_user` when given.
+fn unix_raw(sock: &Path, args: &[&str], as_user: Option<u32>) -> String {
+    let script = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/unix_raw.py"),
+    )
+    .unwrap();
+    let mut cmd = match as_user {
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            let id = uid.to_string();
+            c.args(["--reuid", &id, "--regid", &id, "--clear-groups", "python3"]);
+            c
+        }
+        None => Command::new("python3"),
+    };
+    let out = cmd
+        .env("PATH", "/usr/bin:/bin")
+        .args(["-c", &script])
+        .arg(sock)
+        .args(args)
+        .output()
+        .expect("python3");
+    ok(out, "unix_raw.py")
+}
+
+/// The JSON body of an HTTP response as text.
+fn body_of(response: &str) -> serde_json::Value {
+    let body = response.split("\r\n\r\n").nth(1).unwrap_or_default();
+    common::json(body.as_bytes())
+}
+
+/// Issue 39, finding 6: a PROXY header on a socket file (`--unix-proxy`) may come from
+/// any local process, so the certificate name in its SSL TLV is never believed, even
+/// with `--proxy-cert-names` on for the TCP balancers of `--proxy-from`; and
+/// `--proxy-cert-names` with `--unix-proxy` alone is refused at start.
+#[test]
+fn a_proxy_header_on_a_socket_file_names_no_certificate() {
+    if my_id("-u") != 0 {
+        eprintln!("skipped: needs root to connect as another user (setpriv)");
+        return;
+    }
+    let dir = sock_dir("proxy-cn");
+    let sock = dir.join("rpcmux.sock");
+    let auth = dir.join("users.toml");
+    std::fs::write(
+        &auth,
+        "anonymous = [\"whoami\"]\n[users.engine]\nallow = [\"*\"]\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&auth, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let listen = format!("unix:{}", sock.display());
+    let refused = rpcmux(&[
+        "serve",
+        "--listen",
+        &listen,
+        "--unix-proxy",
+        "--proxy-cert-names",
+        "--auth",
+        auth.to_str().unwrap(),
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
+    assert!(
+        text(&refused.stderr).contains("proxy_from"),
+        "{}",
+        text(&refused.stderr)
+    );
+    let srv = Server::start(&[
+        "--listen",
+        &listen,
+        "--unix-mode",
+        "0666",
+        "--unix-proxy",
+        "--proxy-from",
+        "192.0.2.0/24",
+        "--proxy-cert-names",
+        "--auth",
+        auth.to_str().unwrap(),
+    ]);
+    for who in [Some(65534), None] {
+        let reply = body_of(&unix_raw(&sock, &["whoami-behind-proxy"], who));
+        assert_eq!(
+            reply["result"]["peer"], "192.0.2.7:5555",
+            "{who:?}: {reply}"
+        );
+        assert!(reply["result"]["principal"].is_null(), "{who:?}: {reply}");
+        assert!(reply["result"]["identity"].is_null(), "{who:?}: {reply}");
+    }
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 39, finding 10: each uid on a socket file is a source of its own for the
+/// login throttle: wrong logins from uid 65534 lock out 65534, not root.
+#[test]
+fn each_uid_is_throttled_on_its_own() {
+    if my_id("-u") != 0 {
+        eprintln!("skipped: needs root to connect as another user (setpriv)");
+        return;
+    }
+    let dir = sock_dir("throttle");
+    let sock = dir.join("rpcmux.sock");
+    let auth = dir.join("users.toml");
+    std::fs::write(
+        &auth,
+        format!("[users.alice]\npassword = \"{CHEAP_WONDERLAND}\"\nallow = [\"whoami\"]\n"),
+    )
+    .unwrap();
+    let srv = Server::start(&[
+        "--listen",
+        &format!("unix:{}", sock.display()),
+        "--unix-mode",
+        "0666",
+        "--auth",
+        auth.to_str().unwrap(),
+    ]);
+    let status = |r: &str| r.split(' ').nth(1).unwrap_or_default().to_owned();
+    // Invented names: no user's own count is touched, only the source's.
+    for i in 0..5 {
+        let r = unix_raw(&sock, &["basic", &format!("guess{i}"), "x"], Some(65534));
+        assert_eq!(status(&r), "401", "{r}");
+    }
+    let r = unix_raw(&sock, &["basic", "guess5", "x"], Some(65534));
+    assert_eq!(status(&r), "429", "uid 65534 is throttled: {r}");
+    let r = unix_raw(&sock, &["basic", "alice", "wonderland"], None);
+    assert_eq!(status(&r), "200", "root is not: {r}");
+    assert_eq!(body_of(&r)["result"]["principal"], "alice", "{r}");
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}

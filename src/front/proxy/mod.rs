@@ -86,7 +86,10 @@ pub(crate) async fn read_header<S: Stream>(
             return None;
         }
     };
-    if cert_names {
+    // A name is believed only from a balancer in `proxy_from`: a header on a Unix
+    // socket (`[unix] proxy`) may come from any local process that can open the socket
+    // file, and must not let it claim a certificate's name.
+    if cert_names && matches!(info.peer, crate::conn::Peer::Tcp(_)) {
         let ssl = h.ssl(&buf);
         if let Some(cn) = ssl.as_ref().and_then(|s| s.verified_cn()) {
             info.peer_identity = Some(cn.into());

@@ -231,6 +231,14 @@ impl Stomp {
                 "SUBSCRIBE needs both an id and a destination header",
             ));
         };
+        // Events are what the `subscribe` verb gives on every other protocol: a
+        // subscription that covers the event destination needs its permission.
+        let events = &self.shared.config.stomp.event_destination;
+        if crate::stream::stomp::subscriptions::dest_covers(dest, events) {
+            if let Some(refused) = crate::verbs::refusal(&self.ctx, "subscribe", None) {
+                return Err(Fault::new(refused.message));
+            }
+        }
         match self.subs.add(id, dest) {
             Ok(()) => {}
             Err(Refused::DuplicateId) => {
