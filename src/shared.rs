@@ -33,8 +33,9 @@ pub struct Shared {
     pub(crate) budget: Arc<crate::conn::budget::Budget>,
     /// Bytes queued for clients, process-wide (`max_total_output`).
     pub(crate) out_budget: Arc<crate::conn::budget::Budget>,
-    /// Held while a compressed HTTP body is inflated and charged (one at a time).
-    pub(crate) inflating: tokio::sync::Mutex<()>,
+    /// Turns at inflating a compressed HTTP body and charging it: one at a time, fair
+    /// among client addresses.
+    pub(crate) inflating: crate::conn::turns::Turns,
     pub shutdown: CancellationToken,
     /// Cancelled when the shutdown deadline passes: calls still running end with an
     /// error reply (-32001) in their protocol instead of a bare close.

@@ -24,6 +24,16 @@
 //! counted apart ([`Overdraft`]): it does not eat the small requests' reserve (a frame
 //! that never ends would otherwise starve them until its timeout). The memory bound grows
 //! by one request at most.
+//!
+//! A compressed HTTP body is work that waits: once read it waits its turn to be
+//! inflated (`http/inflate.rs`), and inflating needs room in the budget. While it waits
+//! its bytes are [`Parked`]: still counted (new large requests wait for them), but not in
+//! the room that running work, small requests and inflation itself are judged by, so
+//! bodies that wait can never keep each other, or anyone else, waiting for good (999
+//! parked gzip bodies once pinned the budget at its cap and every later call waited
+//! forever). Parked bytes are bounded by the large lane (`total`, plus the oldest
+//! reader's overdraft); the memory bound is then `2 * total + total / 4` of request
+//! bytes at worst: `total` parked besides `total + reserve` running.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -47,6 +57,37 @@ pub(crate) struct Budget {
     next_reader: AtomicU64,
     /// Bytes the oldest large request read past the budget (see [`Overdraft`]).
     over: AtomicUsize,
+    /// Of `used`, the bytes of requests that wait their turn (see [`Parked`]).
+    parked: AtomicUsize,
+}
+
+/// A request's charge while it waits its turn (a compressed body waiting to be
+/// inflated): counted in [`Budget::used`] and against new large requests, but not in
+/// the room running work is judged by. [`Parked::resume`] makes it a charge again;
+/// dropped, it is given back.
+pub(crate) struct Parked {
+    /// Always `Some` until [`Parked::resume`] takes it.
+    charge: Option<Charge>,
+}
+
+impl Parked {
+    /// The charge again, counted as running work.
+    pub fn resume(mut self) -> Charge {
+        let charge = self.charge.take().expect("a parked charge resumes once");
+        charge
+            .budget
+            .parked
+            .fetch_sub(charge.bytes, Ordering::Relaxed);
+        charge
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        if let Some(c) = &self.charge {
+            c.budget.parked.fetch_sub(c.bytes, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Bytes the oldest large request being read holds past the budget: counted (in
@@ -116,6 +157,7 @@ impl Drop for Ticket {
 }
 
 /// Bytes charged to the budget; given back on drop.
+#[derive(Debug)]
 pub(crate) struct Charge {
     budget: Arc<Budget>,
     bytes: usize,
@@ -132,6 +174,7 @@ impl Budget {
             readers: Mutex::new(BTreeSet::new()),
             next_reader: AtomicU64::new(0),
             over: AtomicUsize::new(0),
+            parked: AtomicUsize::new(0),
         })
     }
 
@@ -166,7 +209,30 @@ impl Budget {
     /// (A request that holds everything charged has room, as if alone.)
     pub fn room_for(&self, bytes: usize, own: usize) -> bool {
         let used = self.used.load(Ordering::Relaxed);
-        used <= own || used < self.total || (bytes <= SMALL && used < self.total + self.reserve)
+        used <= own
+            || used < self.total
+            || (bytes <= SMALL && self.running(used) < self.total + self.reserve)
+    }
+
+    /// Of `used`, the bytes not parked: running work and requests being read.
+    fn running(&self, used: usize) -> usize {
+        used.saturating_sub(self.parked.load(Ordering::Relaxed))
+    }
+
+    /// May a request that waited its turn (parked) run now? While running work holds
+    /// less than the budget, whatever waits beside it. Parked bytes never keep a parked
+    /// request waiting, so the oldest turn always comes.
+    pub fn room_to_resume(&self) -> bool {
+        self.running(self.used.load(Ordering::Relaxed)) < self.total
+    }
+
+    /// Park `charge` while its request waits its turn (see [`Parked`]).
+    pub fn park(&self, charge: Charge) -> Parked {
+        self.parked.fetch_add(charge.bytes, Ordering::Relaxed);
+        self.freed.notify_waiters();
+        Parked {
+            charge: Some(charge),
+        }
     }
 
     /// Grow `charge` to `bytes` if the budget has room for the difference (or the charge
@@ -213,10 +279,17 @@ impl Budget {
     }
 
     /// Wait for room for `bytes`, then charge them.
+    #[cfg(test)]
     pub async fn take(self: &Arc<Self>, bytes: usize) -> Charge {
+        self.take_judged(bytes, bytes).await
+    }
+
+    /// Wait for room for a request judged `judged` bytes (its lane: see the module
+    /// doc), then charge `bytes`.
+    pub async fn take_judged(self: &Arc<Self>, bytes: usize, judged: usize) -> Charge {
         loop {
             let freed = self.freed.notified();
-            if self.room_for(bytes, 0) {
+            if self.room_for(judged, 0) {
                 return self.charge(bytes);
             }
             let _ = tokio::time::timeout(Duration::from_millis(50), freed).await;
@@ -335,6 +408,27 @@ mod tests {
         assert_eq!(b.used(), 110);
         drop(over);
         assert_eq!(b.used(), 100);
+    }
+
+    #[test]
+    fn parked_requests_never_keep_each_other_or_small_ones_waiting() {
+        let b = Budget::new(100);
+        // Compressed bodies read and waiting to be inflated hold the whole budget.
+        let waiting: Vec<Parked> = (0..5).map(|_| b.park(b.charge(40))).collect();
+        assert_eq!(b.used(), 200);
+        assert!(!b.has_room(), "new large requests wait for them");
+        assert!(b.room_for(SMALL, 0), "small requests do not");
+        assert!(b.room_to_resume(), "and the first in line may run");
+        let mut waiting = waiting.into_iter();
+        let running = waiting.next().unwrap().resume();
+        let mut running = running;
+        running.grow(100);
+        assert!(!b.room_to_resume(), "while running work holds the budget");
+        drop(running);
+        assert!(b.room_to_resume());
+        drop(waiting);
+        assert_eq!(b.used(), 0, "parked bytes are given back on drop");
+        assert!(b.room_to_resume() && b.has_room());
     }
 
     #[test]

@@ -9,6 +9,7 @@ mod info;
 pub(crate) mod out;
 mod peer;
 pub(crate) mod per_ip;
+pub(crate) mod turns;
 pub mod refusals;
 pub mod reply_cap;
 

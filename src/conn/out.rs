@@ -89,10 +89,11 @@ impl Out {
         self.push(bytes, true);
     }
 
-    /// Append an encoded reply: moved as a chunk when big, else copied.
-    pub(crate) fn put_owned(&mut self, body: impl Into<Bytes> + AsRef<[u8]>) {
+    /// Append an encoded reply: moved as a chunk when big (cut to its length first: a
+    /// buffer grown by doubling holds up to twice what it is charged for), else copied.
+    pub(crate) fn put_owned(&mut self, body: impl Into<Vec<u8>> + AsRef<[u8]>) {
         if body.as_ref().len() >= MOVE_AT {
-            self.push(body.into(), false);
+            self.push(cut_to_length(body.into()).into(), false);
         } else {
             self.buf.extend_from_slice(body.as_ref());
         }
@@ -184,6 +185,16 @@ impl Out {
     }
 }
 
+/// `bytes` without the spare capacity of a buffer grown by doubling, when it is more
+/// than a sixteenth: what holds a reply is charged by its length, so its memory must be
+/// that (a realloc that shrinks in place, not a copy, for big buffers).
+pub(crate) fn cut_to_length(mut bytes: Vec<u8>) -> Vec<u8> {
+    if bytes.capacity() > bytes.len() + bytes.len() / 16 {
+        bytes.shrink_to_fit();
+    }
+    bytes
+}
+
 /// Bytes several connections send alike, charged once to the output budget while any
 /// connection still holds them (small ones are not charged: see [`crate::conn::budget::SMALL`]).
 pub(crate) fn shared(bytes: impl Into<Vec<u8>>, budget: &Arc<Budget>) -> Bytes {
@@ -266,6 +277,17 @@ mod tests {
         assert_eq!(budget.used(), 1 << 20);
         outs.clear();
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn a_big_reply_is_kept_by_its_length_not_its_buffer() {
+        let mut body = Vec::with_capacity(4 * MOVE_AT);
+        body.extend(std::iter::repeat_n(b'r', MOVE_AT + 1));
+        let body = cut_to_length(body);
+        assert!(body.capacity() <= MOVE_AT + 1 + (MOVE_AT + 1) / 16);
+        let mut almost = Vec::with_capacity(1000);
+        almost.extend([1u8; 990]);
+        assert_eq!(cut_to_length(almost).capacity(), 1000, "a little spare is kept");
     }
 
     #[test]

@@ -44,6 +44,25 @@ impl ReplyCap {
     }
 }
 
+/// Cut an encoded reply that may not go out from `out` (it began at `start`), giving its
+/// memory back for the small error that replaces it: `truncate` alone keeps the
+/// buffer's capacity, and 100 HTTP/2 streams each holding a 100-byte error in a 32 MiB
+/// buffer, uncharged, killed the server.
+pub(crate) fn discard_from(out: &mut Vec<u8>, start: usize) {
+    out.truncate(start);
+    out.shrink_to(start + 1024);
+}
+
+/// [`discard_from`] for a `BytesMut`: a buffer that held only the reply is replaced
+/// (one shared with earlier replies keeps its capacity until they are written).
+pub(crate) fn discard_from_bytes(out: &mut bytes::BytesMut, start: usize) {
+    if start == 0 {
+        *out = bytes::BytesMut::new();
+    } else {
+        out.truncate(start);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +78,17 @@ mod tests {
         let _held = cap.budget.charge(1 << 20);
         assert_eq!(cap.check(512 << 10).unwrap_err().code, ERR_OUTPUT_FULL);
         assert!(cap.check(1000).is_ok(), "a ping's reply still goes");
+    }
+
+    #[test]
+    fn a_discarded_reply_gives_its_memory_back() {
+        let mut out = b"[".to_vec();
+        out.extend(std::iter::repeat_n(b'x', 8 << 20));
+        discard_from(&mut out, 1);
+        assert_eq!(out, b"[");
+        assert!(out.capacity() < 4096, "capacity {}", out.capacity());
+        let mut b = bytes::BytesMut::from(&[7u8; 1 << 20][..]);
+        discard_from_bytes(&mut b, 0);
+        assert_eq!(b.capacity(), 0);
     }
 }

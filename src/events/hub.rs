@@ -15,13 +15,14 @@
 //! connection: only that connection can cancel it.
 
 use crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS;
+use crate::conn::budget::Budget;
+use crate::events::outbox::Offer;
 use crate::events::{Event, Session};
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tokio::sync::mpsc::error::TrySendError;
 
 /// The longest subscription pattern, in bytes: a connection's subscriptions then hold
 /// at most `max_subscriptions` x this (64 KiB by default), freed when it closes.
@@ -45,6 +46,9 @@ pub struct EventHub {
     dropped: AtomicU64,
     /// The queue to the other instances, when a backend is configured.
     forward: OnceLock<crate::events::forward::Forward>,
+    /// The process's output budget: big events are charged to it while outboxes hold
+    /// them (set by the server; a hub alone, in tests, charges nothing).
+    out_budget: OnceLock<Arc<Budget>>,
 }
 
 impl Default for EventHub {
@@ -81,7 +85,13 @@ impl EventHub {
             published: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             forward: OnceLock::new(),
+            out_budget: OnceLock::new(),
         }
+    }
+
+    /// Charge events held in outboxes to `budget` from now on (once).
+    pub(crate) fn set_out_budget(&self, budget: Arc<Budget>) {
+        let _ = self.out_budget.set(budget);
     }
 
     /// Fan events out through a backend from now on (once; a second call is ignored).
@@ -197,17 +207,26 @@ impl EventHub {
         let name = event.name.as_str();
         let mut delivered = 0;
         let mut too_slow = Vec::new();
+        // A big event is charged while any outbox holds it; while the output budget is
+        // spent, only subscribers with nothing waiting take it (see `outbox`).
+        let budget_full = match self.out_budget.get() {
+            Some(budget) => {
+                event.charge_to(budget);
+                !budget.admits_reply(event.size())
+            }
+            None => false,
+        };
         for (conn, sub) in self.read().iter() {
             if !sub.patterns.iter().any(|(_, p)| matches(p, name)) || !sub.session.sees(name) {
                 continue;
             }
-            match sub.session.link.outbox.try_send(event.clone()) {
-                Ok(()) => delivered += 1,
-                Err(TrySendError::Full(_)) => {
+            match sub.session.link.outbox.offer(event, budget_full) {
+                Offer::Queued => delivered += 1,
+                Offer::Full => {
                     sub.session.link.kill.cancel();
                     too_slow.push(*conn);
                 }
-                Err(TrySendError::Closed(_)) => {}
+                Offer::Closed => {}
             }
         }
         if !too_slow.is_empty() {
@@ -230,11 +249,11 @@ impl EventHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::sync::mpsc;
+    use crate::events::outbox::{self, OutboxRx};
     use tokio_util::sync::CancellationToken;
 
-    fn session(conn_id: u64, cap: usize) -> (Session, mpsc::Receiver<Arc<Event>>) {
-        let (tx, rx) = mpsc::channel(cap);
+    fn session(conn_id: u64, cap: usize) -> (Session, OutboxRx) {
+        let (tx, rx) = outbox::outbox(cap);
         let s = Session::new(conn_id, tx, CancellationToken::new(), None);
         (s, rx)
     }
@@ -271,6 +290,39 @@ mod tests {
         let b = fast_rx.try_recv().unwrap();
         assert_eq!(b.name, "|virt|b");
         assert!(b.params.get("notify_time").and_then(Value::as_i64).unwrap() > 0);
+    }
+
+    #[test]
+    fn events_held_for_a_non_reader_are_charged_and_bounded_by_bytes() {
+        let hub = EventHub::default();
+        let budget = Budget::new(64 << 20);
+        hub.set_out_budget(budget.clone());
+        let (idle, idle_rx) = session(1, 4096);
+        let kill = idle.link.kill.clone();
+        hub.subscribe("*", idle).unwrap();
+        let big = |n: u8| {
+            let mut m = Map::default();
+            m.insert("blob".into(), Value::Bytes(vec![n; 6 << 20]));
+            m
+        };
+        let mut delivered = 0;
+        for n in 0..10 {
+            delivered += hub.publish("|big", big(n));
+            assert!(
+                budget.used() <= outbox::MAX_BYTES + (8 << 20),
+                "{}",
+                budget.used()
+            );
+        }
+        assert!((1..5).contains(&delivered), "{delivered}");
+        assert!(kill.is_cancelled(), "dropped as too slow");
+        assert_eq!(hub.subscriber_count(), 0);
+        drop(idle_rx);
+        assert_eq!(
+            budget.used(),
+            0,
+            "its events are given back with its outbox"
+        );
     }
 
     #[test]

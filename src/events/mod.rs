@@ -2,6 +2,7 @@
 //!
 //! - [`hub`]: the in-process hub every transport subscribes to (always there; alone it
 //!   is the whole story for one instance).
+//! - [`outbox`]: one session's queue of events, bounded by count and bytes.
 //! - [`fanout`]: what any cross-instance backend needs, whatever engine carries it: the
 //!   bounded outgoing queue, the instance id, capped backoff, the counters, and the
 //!   [`Backend`](fanout::Backend) trait one engine implements.
@@ -19,6 +20,7 @@ mod event;
 pub(crate) mod fanout;
 pub(crate) mod forward;
 mod hub;
+pub(crate) mod outbox;
 #[cfg(feature = "events-redis")]
 mod redis;
 mod session;

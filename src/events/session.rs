@@ -1,9 +1,8 @@
 //! A connection that can receive events, as the hub sees it.
 
 use crate::conn::Caller;
-use crate::events::Event;
+use crate::events::outbox::Outbox;
 use std::sync::Arc;
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// A bidirectional connection (raw-TCP JSON-RPC, msgpack-rpc, STOMP) that can
@@ -20,7 +19,7 @@ pub struct Session {
 /// A session's outbox and the token that drops it.
 #[derive(Debug)]
 pub(crate) struct SessionLink {
-    pub outbox: mpsc::Sender<Arc<Event>>,
+    pub outbox: Outbox,
     pub kill: CancellationToken,
     /// Who is listening (`--auth`): an event reaches it only if its principal may see
     /// the event's name, whatever its subscriptions match.
@@ -30,7 +29,7 @@ pub(crate) struct SessionLink {
 impl Session {
     pub(crate) fn new(
         conn_id: u64,
-        outbox: mpsc::Sender<Arc<Event>>,
+        outbox: Outbox,
         kill: CancellationToken,
         caller: Option<Arc<Caller>>,
     ) -> Self {

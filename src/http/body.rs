@@ -35,26 +35,41 @@ pub(crate) struct BodyLimits {
     pub min_rate: usize,
 }
 
+/// Which of the budget's lanes a body is judged in (see `budget`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// A body of at most `SMALL` bytes takes the small requests' reserve.
+    BySize,
+    /// Large whatever its size (a compressed body).
+    Large,
+}
+
 /// Read the whole body into one buffer, charging it to `budget`.
 pub(crate) async fn collect(
     mut body: Incoming,
     declared: Option<u64>,
     limits: &BodyLimits,
     budget: &Arc<Budget>,
+    lane: Lane,
 ) -> Result<(Bytes, Charge), BodyError> {
     if declared.is_some_and(|n| n > limits.max as u64) {
         return Err(BodyError::TooLarge);
     }
+    // The size the budget judges a body of `len` bytes by.
+    let judged = |len: usize| match lane {
+        Lane::BySize => len,
+        Lane::Large => usize::MAX,
+    };
     // The declared length is trusted only up to 64 KiB ahead of the bytes themselves.
     let first = declared.map_or(0, |n| n as usize).min(64 * 1024);
     let mut buf = BytesMut::with_capacity(first);
     // A body declared small takes the small lane (see `budget`).
-    let mut charge = budget.take(first.max(1)).await;
+    let mut charge = budget.take_judged(first.max(1), judged(first)).await;
     let start = Instant::now();
     let mut waited = Duration::ZERO;
     // Held while this body is large and being read (see `budget`), and what it read past
     // the budget as the oldest.
-    let mut ticket: Option<Ticket> = None;
+    let mut ticket: Option<Ticket> = (lane == Lane::Large).then(|| budget.ticket());
     let mut over = budget.overdraft();
     loop {
         let frame = match tokio::time::timeout(limits.gap, body.frame()).await {
@@ -87,15 +102,16 @@ pub(crate) async fn collect(
             // unless it is the oldest large body being read (see `budget`): what that
             // one reads past the budget is its overdraft.
             let first = |ticket: &Option<Ticket>| ticket.as_ref().is_some_and(Ticket::is_first);
-            if !budget.room_for(buf.len(), charge.bytes()) && !first(&ticket) {
+            let room = |len: usize, own: usize| budget.room_for(judged(len), own);
+            if !room(buf.len(), charge.bytes()) && !first(&ticket) {
                 let wait = Instant::now();
-                while !budget.room_for(buf.len(), charge.bytes()) && !first(&ticket) {
+                while !room(buf.len(), charge.bytes()) && !first(&ticket) {
                     budget.freed().await;
                 }
                 // Time spent waiting on the server is not the client's slowness.
                 waited += wait.elapsed();
             }
-            if budget.room_for(buf.len(), charge.bytes()) {
+            if room(buf.len(), charge.bytes()) {
                 charge.grow(buf.len() - held);
             } else {
                 over.set(over.bytes() + buf.len() - held);

@@ -29,11 +29,15 @@ pub(crate) enum ReplyBody {
 }
 
 impl ReplyBody {
-    /// `bytes` as a reply body; over [`crate::conn::budget::SMALL`] it is charged to `budget`.
-    pub(crate) fn charged(bytes: Bytes, budget: &Arc<Budget>) -> ReplyBody {
+    /// `bytes` as a reply body; over [`crate::conn::budget::SMALL`] it is charged to
+    /// `budget` by the memory it holds: a buffer grown by doubling is first cut to its
+    /// length (a 280 MiB budget once held 520 MiB of replies by their capacity).
+    pub(crate) fn charged(mut bytes: Vec<u8>, budget: &Arc<Budget>) -> ReplyBody {
         if bytes.len() <= crate::conn::budget::SMALL {
-            return ReplyBody::Whole(Full::new(bytes));
+            bytes.shrink_to(bytes.len() + 1024);
+            return ReplyBody::Whole(Full::new(bytes.into()));
         }
+        let bytes = Bytes::from(crate::conn::out::cut_to_length(bytes));
         let charge = budget.charge(bytes.len());
         ReplyBody::Charged {
             rest: bytes,
@@ -134,7 +138,7 @@ mod tests {
     async fn a_big_body_is_charged_until_taken_and_comes_out_whole() {
         let budget = Budget::new(1 << 30);
         let data: Bytes = (0..300_000u32).map(|i| i as u8).collect::<Vec<u8>>().into();
-        let mut body = ReplyBody::charged(data.clone(), &budget);
+        let mut body = ReplyBody::charged(data.to_vec(), &budget);
         assert_eq!(body.size_hint().exact(), Some(300_000));
         assert_eq!(budget.used(), 300_000);
         let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
@@ -156,10 +160,10 @@ mod tests {
         }
         assert_eq!(all, data);
         assert_eq!(budget.used(), 0);
-        let small = ReplyBody::charged(Bytes::from_static(b"ok"), &budget);
+        let small = ReplyBody::charged(b"ok".to_vec(), &budget);
         assert_eq!(budget.used(), 0, "small bodies are not charged");
         drop(small);
-        let dropped = ReplyBody::charged(data, &budget);
+        let dropped = ReplyBody::charged(data.to_vec(), &budget);
         drop(dropped);
         assert_eq!(
             budget.used(),

@@ -500,13 +500,19 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         .get(ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
         .is_some_and(encoding::accepts_gzip);
+    // A compressed body is large whatever its size: what it inflates to is unknown, and
+    // it must not take the small requests' reserve while it waits to be inflated.
+    let lane = match coding {
+        encoding::Coding::Identity => body::Lane::BySize,
+        _ => body::Lane::Large,
+    };
     let body_limits = BodyLimits {
         max,
         gap: limits.body_timeout(),
         min_rate: limits.min_body_rate,
     };
     let (mut body, mut charge) =
-        match body::collect(req.into_body(), declared, &body_limits, &shared.budget).await {
+        match body::collect(req.into_body(), declared, &body_limits, &shared.budget, lane).await {
             Ok(b) => b,
             Err(BodyError::TooLarge) => return too_large(kind),
             Err(BodyError::TooSlow(why)) => {
@@ -524,13 +530,17 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     if coding != encoding::Coding::Identity {
         let zipped = body;
         // What a compressed body inflates to is known only once inflated: bodies are
-        // inflated one at a time, each only while the process budget has room for a
-        // big request, and charged before the next starts. 300 gzip'd 1 MiB bodies
-        // inflated side by side held 300 MiB outside the budget.
-        let _one_at_a_time = shared.inflating.lock().await;
-        while !shared.budget.room_for(usize::MAX, charge.bytes()) {
+        // inflated one at a time, each only while running work leaves the process budget
+        // room for a big request, and charged before the next starts (300 gzip'd 1 MiB
+        // bodies inflated side by side held 300 MiB outside the budget). While a body
+        // waits its turn its charge is parked: bodies that wait never keep each other
+        // waiting (`conn::budget`), and turns go round the client addresses.
+        let parked = shared.budget.park(charge);
+        let _turn = shared.inflating.wait(info.peer.throttle_ip()).await;
+        while !shared.budget.room_to_resume() {
             shared.budget.freed().await;
         }
+        charge = parked.resume();
         let inflated = offload::run(zipped.len(), move || {
             encoding::inflate(coding, &zipped, max)
         })
@@ -576,17 +586,17 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
     drop(charge);
     if gzip_reply && out.len() >= encoding::GZIP_MIN {
         let zipped = offload::run(out.len().max(size), move || encoding::gzip(&out)).await;
-        let mut r = charged(status, zipped.into(), ctype, shared);
+        let mut r = charged(status, zipped, ctype, shared);
         let h = r.headers_mut();
         h.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         h.insert(VARY, HeaderValue::from_static("accept-encoding"));
         return r;
     }
-    charged(status, out.into(), ctype, shared)
+    charged(status, out, ctype, shared)
 }
 
 /// An RPC reply, held against the output budget until hyper has taken it.
-fn charged(status: StatusCode, body: Bytes, ctype: &'static str, shared: &Shared) -> Reply {
+fn charged(status: StatusCode, body: Vec<u8>, ctype: &'static str, shared: &Shared) -> Reply {
     let mut r = Response::new(ReplyBody::charged(body, &shared.out_budget));
     *r.status_mut() = status;
     r.headers_mut()

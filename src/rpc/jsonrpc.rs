@@ -95,7 +95,7 @@ pub(crate) async fn answer(
                 let start = out.len();
                 encode_into(out, size, &id, r).await;
                 if let Err(e) = bounds.cap.check(out.len() - start) {
-                    out.truncate(start);
+                    crate::conn::reply_cap::discard_from(out, start);
                     write_error(out, &id, &e);
                 }
                 true
@@ -137,7 +137,7 @@ pub(crate) async fn answer(
             while let Some(reply) = replies.next().await {
                 if let Err(e) = bounds.cap.check(out.len() - start + reply.len() + 2) {
                     // Stop here: the members still running are dropped with the stream.
-                    out.truncate(start);
+                    crate::conn::reply_cap::discard_from(out, start);
                     write_error(out, &Id::Null, &e);
                     return true;
                 }

@@ -125,6 +125,9 @@ impl Server {
         }
         let probes = crate::front::Front::probes(probes_for(&config.protocols));
         let events = Arc::new(EventHub::new(config.limits.max_subscriptions));
+        let out_budget = crate::conn::budget::Budget::new(config.limits.max_total_output);
+        // Events waiting in outboxes are output held for clients, as replies are.
+        events.set_out_budget(out_budget.clone());
         let shutdown = CancellationToken::new();
         // Before listening: a URL this build cannot serve stops the start; an engine
         // that is down does not (it is retried in the background).
@@ -141,8 +144,8 @@ impl Server {
             ),
             refusals: Refusals::default(),
             budget: crate::conn::budget::Budget::new(config.limits.max_total_in_flight_bytes),
-            out_budget: crate::conn::budget::Budget::new(config.limits.max_total_output),
-            inflating: tokio::sync::Mutex::new(()),
+            out_budget,
+            inflating: Default::default(),
             shutdown,
             abort_calls: Default::default(),
             next_conn: AtomicU64::new(0),

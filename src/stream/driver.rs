@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::mpsc;
+use crate::events::outbox::OutboxRx;
 use tokio_util::sync::CancellationToken;
 
 /// What a call that waits costs at least, charged in place of its request bytes when
@@ -243,7 +243,8 @@ impl DriveOpts {
 /// worker thread preempted for a few milliseconds on a busy 2-core machine while others
 /// published 30k events/s got healthy subscribers dropped. The channel allocates its
 /// slots as they fill (blocks of 32 pointers; the events are shared, not copied), so
-/// the depth costs nothing until used.
+/// the depth costs nothing until used. The outbox is bounded by bytes too
+/// (`events::outbox`).
 const EVENT_QUEUE: usize = 4096;
 
 /// Run a stream protocol on `io`: give the framer (built from the connection's call
@@ -263,7 +264,7 @@ pub(crate) async fn serve<S, F>(
     let input = BytesMut::from(&prefix[..]);
     // The sniff buffer behind `prefix` is not kept for the life of the connection.
     drop(prefix);
-    let (tx, rx) = mpsc::channel(EVENT_QUEUE);
+    let (tx, rx) = crate::events::outbox::outbox(EVENT_QUEUE);
     let kill = CancellationToken::new();
     let mut ctx = shared.call_context(&info, protocol);
     let caller = ctx.caller.clone();
@@ -332,7 +333,7 @@ async fn read_some<R: AsyncRead + Unpin>(
     }
 }
 
-async fn next_event(rx: &mut mpsc::Receiver<Arc<Event>>) -> Option<Arc<Event>> {
+async fn next_event(rx: &mut OutboxRx) -> Option<Arc<Event>> {
     rx.recv().await
 }
 
@@ -360,7 +361,7 @@ pub(crate) async fn drive<R, W, F>(
     mut wr: W,
     mut input: BytesMut,
     mut framer: F,
-    mut events: mpsc::Receiver<Arc<Event>>,
+    mut events: OutboxRx,
     opts: DriveOpts,
 ) where
     R: AsyncRead + Unpin,
@@ -763,7 +764,7 @@ mod tests {
             fill,
             room: room.clone(),
         };
-        let (_tx, rx) = mpsc::channel(1);
+        let (_tx, rx) = crate::events::outbox::outbox(1);
         let opts = DriveOpts {
             max_in_flight: 8,
             max_in_flight_bytes: 1 << 20,

@@ -145,7 +145,7 @@ fn put_reply(out: &mut BytesMut, msgid: u32, result: Result<Output, RpcError>, c
         Err(e) => encode_response(out, msgid, Err(e)),
     }
     if let Err(e) = cap.check(out.len() - start) {
-        out.truncate(start);
+        crate::conn::reply_cap::discard_from_bytes(out, start);
         encode_response(out, msgid, Err(&e));
     }
 }
@@ -163,7 +163,7 @@ fn put_typed_reply(out: &mut BytesMut, msgid: u32, result: &dyn Encode, cap: &Re
         Ok(()) => cap.check(out.len() - start).err(),
     };
     if let Some(e) = error {
-        out.truncate(start);
+        crate::conn::reply_cap::discard_from_bytes(out, start);
         encode_response(out, msgid, Err(&e));
     }
 }
@@ -182,7 +182,7 @@ impl Msgpack {
         self.ctx
             .session
             .as_ref()
-            .is_some_and(|s| s.link.outbox.capacity() < s.link.outbox.max_capacity())
+            .is_some_and(|s| !s.link.outbox.is_empty())
     }
 
     /// Whether this connection's caller may not call `method` (its verb `v`).
@@ -676,11 +676,8 @@ mod tests {
     /// it wait for the connection, as the driver would send them).
     fn session_framer(
         verbs: VerbTable,
-    ) -> (
-        Msgpack,
-        tokio::sync::mpsc::Receiver<Arc<crate::events::Event>>,
-    ) {
-        let (tx, rx) = tokio::sync::mpsc::channel(4);
+    ) -> (Msgpack, crate::events::outbox::OutboxRx) {
+        let (tx, rx) = crate::events::outbox::outbox(4);
         let mut ctx = CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default()));
         ctx.session = Some(crate::events::Session::new(
             1,
@@ -785,8 +782,7 @@ mod tests {
         session
             .link
             .outbox
-            .try_send(Arc::new(crate::events::Event::new("e", Value::Nil)))
-            .unwrap();
+            .offer(&Arc::new(crate::events::Event::new("e", Value::Nil)), false);
         rpcmux_msgpack_rpc::encode_request(&mut input, 7, "twice", &[Value::from(1)]).unwrap();
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
         assert!(out.is_empty(), "nothing written ahead of the event");

@@ -12,6 +12,7 @@ mod common;
 
 mod amplification;
 mod auth_flood;
+mod budgets;
 mod data;
 mod http2;
 mod interop;

@@ -18,6 +18,11 @@ protocol surprise.
                    the bodies (an `echo` each) of the streams not refused: the limit, the
                    RST_STREAM codes, the answers, and whether the same connection still
                    answers a `ping` afterwards
+  unread-echos PID CONNS STREAMS BYTES
+                   CONNS connections granting no flow-control window, each with STREAMS
+                   streams, each a gzip'd `echo` whose reply is BYTES bytes; once every
+                   stream has its answer's HEADERS (every reply made and held), the
+                   server's (PID) resident size and its output budget, then close
 """
 import json
 import socket
@@ -33,6 +38,7 @@ import h2.settings
 PORT = int(sys.argv[1])
 COMMAND = sys.argv[2]
 ARG = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+ARGS = [int(a) for a in sys.argv[3:]]
 
 
 def connect(settings=None, timeout=30):
@@ -313,6 +319,100 @@ def too_many_streams(extra):
     }
 
 
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+def output_budget():
+    import http.client
+    h = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    h.request("GET", "/metrics")
+    text = h.getresponse().read().decode()
+    h.close()
+    for line in text.splitlines():
+        if line.startswith('rpcmux_budget_used_bytes{budget="output"}'):
+            return float(line.split()[-1])
+    return None
+
+
+def unread_echos(pid, conns, streams, size):
+    import gzip
+    body = gzip.compress(call_body("echo", ["x" * (size - 64)]), 9)
+    gz = headers(len(body)) + [("content-encoding", "gzip")]
+    held = []
+    for _ in range(conns):
+        s, c = connect({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 0})
+        s.setblocking(False)
+        sids = []
+        for _ in range(streams):
+            sid = c.get_next_available_stream_id()
+            c.send_headers(sid, gz)
+            sids.append(sid)
+        held.append({"s": s, "c": c, "todo": {sid: 0 for sid in sids}, "headers": set(),
+                     "resets": {}, "closed": False})
+    # Send the bodies as the server's windows allow, read (never acknowledging DATA)
+    # until every stream has its answer's HEADERS.
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        busy = False
+        for h in held:
+            if h["closed"]:
+                continue
+            c, s = h["c"], h["s"]
+            for sid, sent in list(h["todo"].items()):
+                w = min(c.local_flow_control_window(sid), c.max_outbound_frame_size)
+                if sent < len(body) and w > 0:
+                    k = min(w, len(body) - sent)
+                    c.send_data(sid, body[sent:sent + k], end_stream=sent + k == len(body))
+                    h["todo"][sid] = sent + k
+            out = c.data_to_send()
+            try:
+                if out:
+                    s.setblocking(True)
+                    s.sendall(out)
+                    s.setblocking(False)
+                d = s.recv(1 << 20)
+                if not d:
+                    h["closed"] = True
+                    continue
+                for e in c.receive_data(d):
+                    if isinstance(e, h2.events.ResponseReceived):
+                        h["headers"].add(e.stream_id)
+                    elif isinstance(e, h2.events.StreamReset):
+                        h["resets"][e.stream_id] = int(e.error_code)
+                    elif isinstance(e, h2.events.ConnectionTerminated):
+                        h["closed"] = True
+                out = c.data_to_send()
+                if out:
+                    s.setblocking(True)
+                    s.sendall(out)
+                    s.setblocking(False)
+            except BlockingIOError:
+                pass
+            except OSError:
+                h["closed"] = True
+            if len(h["headers"]) + len(h["resets"]) < streams and not h["closed"]:
+                busy = True
+        if not busy:
+            break
+        time.sleep(0.01)
+    result = {
+        "streams": conns * streams,
+        "answered": sum(len(h["headers"]) for h in held),
+        "reset": sum(len(h["resets"]) for h in held),
+        "closed": sum(1 for h in held if h["closed"]),
+        "rss_kib_held": rss_kib(pid),
+        "output_budget_held": output_budget(),
+    }
+    for h in held:
+        h["s"].close()
+    return result
+
+
 COMMANDS = {
     "over-limit": lambda: over_limit(ARG),
     "zero-window": zero_window,
@@ -320,5 +420,6 @@ COMMANDS = {
     "continuation": lambda: continuation(ARG),
     "ping-flood": lambda: ping_flood(ARG),
     "too-many-streams": lambda: too_many_streams(ARG),
+    "unread-echos": lambda: unread_echos(*ARGS),
 }
 print(json.dumps(COMMANDS[COMMAND]()))
