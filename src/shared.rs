@@ -55,7 +55,23 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// The per-call context for calls arriving on the connection `info` describes.
+    /// A new number for a connection or a session, never given out before in this
+    /// process (connections and sessions share the count, so a session's events can
+    /// never be addressed to another connection's).
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_conn
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
+    }
+
+    /// The call context for one session (a stream connection, a WebSocket, each
+    /// HTTP/2 stream's) or one HTTP request, arriving on what `info` describes.
+    ///
+    /// With `--auth` this is the one place a caller is made: each context gets its own,
+    /// starting as `info`'s proven principal (a certificate, a uid, the request's
+    /// `Authorization`) or anonymous. `rpc.login` and STOMP `CONNECT` bind that caller
+    /// only, shared by the calls of its session (they clone the context) and by no
+    /// other session or request, whatever connection carries them.
     pub fn call_context(&self, info: &ConnInfo, protocol: &'static str) -> CallContext {
         let mut ctx = CallContext::new(protocol, self.events.clone());
         ctx.peer = info.peer.addr();
@@ -63,7 +79,10 @@ impl Shared {
         ctx.peer_identity = info.peer_identity.clone();
         ctx.flow_id = info.flow_id.clone();
         ctx.abort = Some(self.abort_calls.clone());
-        ctx.caller = info.caller.clone();
+        ctx.caller = self
+            .auth
+            .as_ref()
+            .map(|auth| crate::conn::Caller::new(auth.clone(), info.principal.clone()));
         ctx
     }
 

@@ -4,7 +4,7 @@
 //! `WWW-Authenticate`, so stock clients raise their usual error; too many failures
 //! `429`, too many verifications waiting `503`, each with `Retry-After`.
 
-use crate::conn::{Caller, ConnInfo};
+use crate::conn::ConnInfo;
 use crate::http::reply::{text, ReplyBody};
 use crate::shared::Shared;
 use base64::Engine;
@@ -12,7 +12,7 @@ use hyper::header::{HeaderMap, HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTH
 use hyper::{Response, StatusCode};
 use rpcmux_auth::{Credentials, Failure, Principal};
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 /// The `Authorization` a connection sent last and the principal it proved: a
 /// keep-alive client pays for its credentials once, not per request (a password's
@@ -41,26 +41,24 @@ impl Memo {
 }
 
 /// Who sends this request: `Ok(None)` when authentication is off or the request
-/// carries no credentials the connection's own caller (anonymous, or its verified
-/// certificate) does not already settle; `Ok(Some(caller))` for the principal its
-/// `Authorization` proved; `Err(reply)` for the refusal to send instead of serving it.
+/// carries no credentials the connection's own principal (anonymous, or its verified
+/// certificate or uid) does not already settle; `Ok(Some(principal))` for the principal
+/// its `Authorization` proved; `Err(reply)` for the refusal to send instead of serving
+/// it. The request's caller is made from it where every caller is
+/// ([`crate::shared::Shared::call_context`]).
 pub(crate) async fn authenticate(
     headers: &HeaderMap,
     shared: &Shared,
     info: &ConnInfo,
     memo: &Memo,
-) -> Result<Option<Arc<Caller>>, Box<Response<ReplyBody>>> {
+) -> Result<Option<Principal>, Box<Response<ReplyBody>>> {
     let Some(auth) = &shared.auth else {
         return Ok(None);
     };
     let Some(header) = headers.get(AUTHORIZATION) else {
         // A certificate proves a principal; with none, anonymous callers are served if
         // the credentials file lets them call anything at all.
-        let has_principal = info
-            .caller
-            .as_ref()
-            .is_some_and(|c| c.principal().is_some());
-        if has_principal || auth.allows_anonymous() {
+        if info.principal.is_some() || auth.allows_anonymous() {
             return Ok(None);
         }
         return Err(challenge(
@@ -71,7 +69,7 @@ pub(crate) async fn authenticate(
     };
     let generation = auth.generation();
     if let Some(p) = memo.get(header, generation) {
-        return Ok(Some(Caller::new(auth.clone(), Some(p))));
+        return Ok(Some(p));
     }
     let Some(credentials) = parse(header) else {
         return Err(challenge(
@@ -84,7 +82,7 @@ pub(crate) async fn authenticate(
     match shared.verbs.login(auth, &credentials, source).await {
         Ok(p) => {
             memo.put(header, &p, generation);
-            Ok(Some(Caller::new(auth.clone(), Some(p))))
+            Ok(Some(p))
         }
         Err(f @ Failure::Throttled { retry_after }) => Err(retry(
             StatusCode::TOO_MANY_REQUESTS,

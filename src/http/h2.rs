@@ -157,15 +157,15 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
 }
 
 /// Run one WebSocket session on its HTTP/2 stream, once hyper has sent the 200.
-async fn session(
-    handshake: Upgraded,
-    mut info: ConnInfo,
-    shared: Arc<Shared>,
-    busy: Arc<AtomicUsize>,
-) {
+///
+/// One of many on the connection: it is its own session, with a number of its own for
+/// events (its subscriptions, unsubscribes and reset touch no other stream's) and a
+/// caller of its own (`rpc.login` on it binds no other stream), starting as what its
+/// handshake's `Authorization` proved, else what the connection did (a certificate).
+async fn session(handshake: Upgraded, info: ConnInfo, shared: Arc<Shared>, busy: Arc<AtomicUsize>) {
     let Upgraded {
         sub,
-        caller,
+        principal,
         stream,
     } = handshake;
     let upgraded = match stream {
@@ -173,10 +173,7 @@ async fn session(
         None => None,
     };
     if let Some(upgraded) = upgraded {
-        // The principal the handshake proved is the session's.
-        if caller.is_some() {
-            info.caller = caller;
-        }
+        let info = info.stream_session(shared.next_id(), principal);
         let io = Rewind::new(bytes::Bytes::new(), TokioIo::new(upgraded));
         crate::stream::websocket::serve(io, info, shared, sub).await;
     }

@@ -6,7 +6,7 @@
 //! reaches a framer are HTTP statuses (405, 413, 415), each with a body in the
 //! caller's protocol where one can be told.
 
-use crate::conn::{Caller, ConnInfo};
+use crate::conn::ConnInfo;
 use crate::http::auth::{authenticate, Memo};
 use crate::http::body::{self, BodyError, BodyLimits};
 use crate::http::encoding;
@@ -184,16 +184,14 @@ async fn serve_until_idle<S: Stream>(
                     return None;
                 }
                 let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
-                if let Some(Upgraded { sub, caller, .. }) = sub {
+                if let Some(Upgraded { sub, principal, .. }) = sub {
                     let (rest, io) = take_parts(conn.into_parts());
                     let io = Rewind::new(rest, io);
-                    let (mut info, shared) = (info.clone(), shared.clone());
-                    // The principal the upgrade request proved is the session's.
-                    if caller.is_some() {
-                        info.caller = caller;
-                    }
+                    // The session is the connection's last: it keeps the connection's
+                    // number, and the principal the upgrade request proved is its own.
+                    let info = info.proved(principal).into_owned();
                     // Boxed: the session's future is not part of every HTTP connection's.
-                    Box::pin(crate::stream::websocket::serve(io, info, shared, sub)).await;
+                    Box::pin(crate::stream::websocket::serve(io, info, shared.clone(), sub)).await;
                     return None;
                 }
                 if !releasing || shared.shutdown.is_cancelled() {
@@ -250,8 +248,8 @@ fn take_parts<S: Stream, F>(
 /// A WebSocket handshake answered (101 over HTTP/1.1, 200 over HTTP/2).
 pub(super) struct Upgraded {
     pub sub: Subprotocol,
-    /// The caller its `Authorization` proved (`--auth`).
-    pub caller: Option<Arc<Caller>>,
+    /// The principal its `Authorization` proved (`--auth`).
+    pub principal: Option<rpcmux_auth::Principal>,
     /// Over HTTP/2 (RFC 8441), the stream the session runs on once the 200 is sent;
     /// over HTTP/1.1 the socket itself leaves hyper instead.
     pub stream: Option<hyper::upgrade::OnUpgrade>,
@@ -298,7 +296,7 @@ pub(super) async fn route(
         // without one is served as an unauthenticated connection, like a raw-TCP one
         // (`rpc.login`, and what `anonymous` allows, until then). Credentials that are
         // sent are checked here, and wrong ones refused with 401.
-        let caller = if req.headers().contains_key(AUTHORIZATION) {
+        let principal = if req.headers().contains_key(AUTHORIZATION) {
             match authenticate(req.headers(), shared, info, memo).await {
                 Ok(c) => c,
                 Err(refused) => return *refused,
@@ -311,7 +309,7 @@ pub(super) async fn route(
             let stream = handshake::is_extended_connect(&req).then(|| hyper::upgrade::on(&mut req));
             *u = Some(Upgraded {
                 sub,
-                caller,
+                principal,
                 stream,
             });
         }
@@ -340,27 +338,12 @@ async fn route_rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo, mem
         (&Method::POST, _) => {
             // Credentials are checked before the body is read: a refused client
             // costs no body's worth of memory.
+            // The request gets its own caller (`Shared::call_context`): `rpc.login`
+            // over HTTP binds this one request's, and what its `Authorization` proved
+            // is this request's alone, not the connection's (a proxy's pooled
+            // connection, an HTTP/2 connection's other streams, carry other clients).
             match authenticate(req.headers(), shared, info, memo).await {
-                // `rpc.login` over HTTP binds this one request's caller, not the
-                // connection's: a proxy's pooled keep-alive connection carries other
-                // clients' requests next.
-                Ok(None) => match &info.caller {
-                    Some(c) => {
-                        let info = ConnInfo {
-                            caller: Some(Caller::new(c.auth().clone(), c.principal())),
-                            ..info.clone()
-                        };
-                        rpc(req, shared, &info).await
-                    }
-                    None => rpc(req, shared, info).await,
-                },
-                Ok(Some(caller)) => {
-                    let info = ConnInfo {
-                        caller: Some(caller),
-                        ..info.clone()
-                    };
-                    rpc(req, shared, &info).await
-                }
+                Ok(proved) => rpc(req, shared, &info.proved(proved)).await,
                 Err(refused) => *refused,
             }
         }

@@ -34,15 +34,7 @@ pub(crate) async fn handle(
     if let Conn::Plain(tcp) = &io {
         let _ = tcp.set_nodelay(true);
     }
-    let mut info = ConnInfo {
-        id,
-        peer,
-        peer_identity: None,
-        stage: Stage::Start,
-        flow_id: None,
-        caller: None,
-        http2: false,
-    };
+    let mut info = ConnInfo::new(id, peer);
     loop {
         let Some(slot) = SniffSlot::take(&shared, &info) else {
             return;
@@ -119,12 +111,13 @@ pub(crate) async fn handle(
         if let Some(auth) = &shared.auth {
             // A verified certificate (here, or at a trusted proxy), or a Unix socket's
             // uid, is a principal from the first call on; anyone else starts anonymous.
-            let who = match (info.peer_identity.as_deref(), info.peer.cred()) {
+            // Each session or request on the connection gets its own caller from it
+            // (`Shared::call_context`); the connection keeps only what it proved.
+            info.principal = match (info.peer_identity.as_deref(), info.peer.cred()) {
                 (Some(name), _) => auth.certificate(name),
                 (None, Some(cred)) => Some(auth.unix_peer(cred.uid)),
                 (None, None) => None,
             };
-            info.caller = Some(crate::conn::Caller::new(auth.clone(), who));
         }
         let (sniffed, io) = rewound.into_parts();
         let metered = shared

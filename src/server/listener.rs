@@ -11,7 +11,6 @@ use crate::shared::Shared;
 use socket2::{Domain, Socket, Type};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, UnixListener};
@@ -152,7 +151,7 @@ pub async fn accept_loop(listener: Listener, shared: Arc<Shared>, tracker: TaskT
                 }
             }
         };
-        let id = shared.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = shared.next_id();
         let shared = shared.clone();
         tracker.spawn(async move {
             conn::handle(stream, peer, id, shared, counted).await;

@@ -203,7 +203,7 @@ pub(crate) struct DriveOpts {
     /// Cancelled when the event hub drops this connection as too slow.
     pub kill: CancellationToken,
     pub peer: String,
-    /// The hub and this connection's id: a connection with event subscriptions is
+    /// The hub and this session's id: a session with event subscriptions is
     /// waiting for events, not idle, so the idle timeout leaves it open.
     pub events: (Arc<crate::events::EventHub>, u64),
     /// Where a close over a limit is counted.
@@ -230,7 +230,7 @@ impl DriveOpts {
             shutdown: shared.shutdown.clone(),
             kill,
             peer: info.peer.to_string(),
-            events: (shared.events.clone(), info.id),
+            events: (shared.events.clone(), info.session),
             metrics: shared.metrics.clone(),
         }
     }
@@ -269,16 +269,18 @@ pub(crate) async fn serve<S, F>(
     let mut ctx = shared.call_context(&info, protocol);
     let caller = ctx.caller.clone();
     ctx.session = Some(crate::events::Session::new(
-        info.id,
+        info.session,
         tx,
         kill.clone(),
         caller,
+    // The session's own number (not the connection's: one HTTP/2 connection carries
+    // many WebSocket sessions) and its own caller (`Shared::call_context`).
     ));
     let framer = make_framer(ctx);
     let opts = DriveOpts::new(&shared, &info, kill);
     let (rd, wr) = tokio::io::split(io);
     drive(rd, wr, input, framer, rx, opts).await;
-    shared.events.drop_connection(info.id);
+    shared.events.drop_connection(info.session);
 }
 
 /// How long a connection has nothing pending before its buffers are given back.

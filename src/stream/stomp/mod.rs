@@ -33,9 +33,9 @@ use std::sync::Arc;
 
 /// Run a STOMP session on a sniffed connection until either side closes it.
 pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let (conn_id, for_framer) = (info.id, shared.clone());
+    let (session, for_framer) = (info.session, shared.clone());
     driver::serve(io, info, shared, "stomp", |ctx| {
-        framer::Stomp::new(for_framer, ctx, conn_id)
+        framer::Stomp::new(for_framer, ctx, session)
     })
     .await;
 }

@@ -43,10 +43,10 @@ pub(crate) async fn serve<S: Stream>(
             .await
         }
         Subprotocol::Stomp => {
-            let (conn_id, for_framer) = (info.id, shared.clone());
+            let (session, for_framer) = (info.session, shared.clone());
             let protocol = info.http_protocol("stomp-ws", "stomp-ws-h2");
             driver::serve(io, info, shared, protocol, |ctx| {
-                conn::Ws::new(stomp::StompWs::new(for_framer, ctx, conn_id), &ws)
+                conn::Ws::new(stomp::StompWs::new(for_framer, ctx, session), &ws)
             })
             .await
         }

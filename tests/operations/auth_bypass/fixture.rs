@@ -43,6 +43,11 @@ events = ["|virt|*"]
 hs256_secret_file = "jwt.hex"
 "#
     );
+    // The test PKI's client certificate: staff, proved by TLS alone.
+    p.push_str(&format!(
+        "[users.{}]\ngroups = [\"staff\"]\n",
+        crate::common::pki::CLIENT_CN
+    ));
     for i in 0..7 {
         p.push_str(&format!(
             "[users.bob{i}]\npassword = \"{hash}\"\ngroups = [\"staff\"]\n"
@@ -71,6 +76,22 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn start(name: &str) -> Fixture {
+        Fixture::start_with(name, None)
+    }
+
+    /// Also TLS on the port (HTTP/2 by ALPN), with `pki`'s server certificate; with
+    /// `client_ca`, TLS clients must present a certificate from its CA.
+    pub fn start_tls(name: &str, pki: &crate::common::pki::Pki, client_ca: bool) -> Fixture {
+        let tls = rpcmux::config::TlsConfig {
+            cert: Some(pki.dir().join("server.pem")),
+            key: Some(pki.dir().join("server.key")),
+            client_ca: client_ca.then(|| pki.dir().join("ca.pem")),
+            ..Default::default()
+        };
+        Fixture::start_with(name, Some(tls))
+    }
+
+    fn start_with(name: &str, tls: Option<rpcmux::config::TlsConfig>) -> Fixture {
         let dir = std::env::temp_dir().join(format!("rpcmux-bypass-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
@@ -92,6 +113,7 @@ impl Fixture {
             listen: vec!["127.0.0.1:0".parse().unwrap()],
             demo: true,
             upstream: vec![up],
+            tls: tls.unwrap_or_default(),
             ..Config::default()
         };
         let rt = tokio::runtime::Builder::new_multi_thread()

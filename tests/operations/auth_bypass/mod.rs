@@ -8,6 +8,7 @@
 //! The server: fixture.rs; the protocol clients: wire.rs.
 
 mod fixture;
+mod h2;
 mod wire;
 
 use fixture::{Fixture, PASSWORD};
