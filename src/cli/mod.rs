@@ -5,6 +5,7 @@ mod bench;
 mod call;
 mod credential_args;
 mod log;
+mod no_echo;
 mod ops;
 mod passwd;
 mod serve;
@@ -33,9 +34,11 @@ struct Cli {
 enum Command {
     /// Run the server.
     #[command(
-        after_help = "Exit status: 0 after a graceful shutdown (SIGTERM, SIGINT); 1 when it \
+        after_help = "Every SECS, flag or config file: seconds, fractions allowed (0.5); 0 = off \
+        (no timeout, no delay); negative is refused.\n\n\
+        Exit status: 0 after a graceful shutdown (SIGTERM, SIGINT); 1 when it \
         cannot start (an address taken, bad TLS files, an upstream down); 2 on a bad command \
-        line or config file."
+        line, config file or credentials file."
     )]
     Serve(serve::ServeArgs),
     /// Call one method and print the result (any protocol).
@@ -63,19 +66,21 @@ enum Command {
 
 /// The command line with the `serve` defaults written into its help.
 fn command() -> clap::Command {
-    Cli::command().mut_subcommand("serve", |mut serve| {
-        for (id, default) in serve::help_defaults() {
-            serve = serve.mut_arg(id, |arg| {
-                let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-                let long = arg.get_long_help().map(ToString::to_string);
-                let arg = arg.help(format!("{help} [default: {default}]"));
-                match long {
-                    Some(long) => arg.long_help(format!("{long}\n\n[default: {default}]")),
-                    None => arg,
-                }
-            });
-        }
-        serve
+    let defaults: std::collections::HashMap<_, _> = serve::help_defaults().into_iter().collect();
+    // In place (`mut_arg` would move each to the end, and its heading after the others).
+    Cli::command().mut_subcommand("serve", |serve| {
+        serve.mut_args(|arg| {
+            let Some(default) = defaults.get(arg.get_id().as_str()) else {
+                return arg;
+            };
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            let long = arg.get_long_help().map(ToString::to_string);
+            let arg = arg.help(format!("{help} [default: {default}]"));
+            match long {
+                Some(long) => arg.long_help(format!("{long}\n\n[default: {default}]")),
+                None => arg,
+            }
+        })
     })
 }
 
@@ -115,7 +120,11 @@ mod tests {
         let mut missing = Vec::new();
         for arg in serve.get_arguments() {
             let id = arg.get_id().as_str();
-            if arg.is_positional() || !arg.get_action().takes_values() || NO_DEFAULT.contains(&id) {
+            if arg.is_positional()
+                || arg.is_hide_set()
+                || !arg.get_action().takes_values()
+                || NO_DEFAULT.contains(&id)
+            {
                 continue;
             }
             let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
@@ -131,6 +140,39 @@ mod tests {
         let help = serve.clone().render_long_help().to_string();
         assert!(help.contains("[default: 10000]"), "{help}");
         assert!(help.contains("[default: 16777216 (16 MiB)]"), "{help}");
+        // Grouped under headings, in this order, each flag under its own.
+        let headings: Vec<&str> = help
+            .lines()
+            .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+            .collect();
+        assert_eq!(
+            headings,
+            [
+                "Options:",
+                "Listening:",
+                "Limits:",
+                "TLS and PROXY:",
+                "Authentication:",
+                "Gateway:",
+                "Events:",
+                "Operations:",
+                "WebSocket and browsers:"
+            ],
+            "{help}"
+        );
+        let under = |flag: &str| {
+            let at = help.find(flag).unwrap_or_else(|| panic!("{flag}: {help}"));
+            help[..at]
+                .lines()
+                .rev()
+                .find(|l| headings.contains(l))
+                .unwrap()
+        };
+        assert_eq!(under("--idle-timeout <SECS>"), "Limits:");
+        assert_eq!(under("--tls <MODE>"), "TLS and PROXY:");
+        assert_eq!(under("--access-log <LEVEL>"), "Operations:");
+        assert!(!help.contains("--port"), "hidden: {help}");
+        assert!(help.contains("0 = off"), "the rule for durations: {help}");
     }
 
     #[test]

@@ -13,23 +13,23 @@ pub struct ServeArgs {
     /// Address to listen on (repeatable; HOST:PORT, IPv4:PORT or [IPv6]:PORT; a name is
     /// resolved at startup and each of its addresses bound; port 0 picks a free port;
     /// unix:/PATH for a Unix-domain socket file, unix:@NAME for an abstract one).
-    #[arg(long = "listen", short = 'l', value_name = "ADDR")]
+    #[arg(long = "listen", short = 'l', value_name = "ADDR", help_heading = LISTEN)]
     listen: Vec<String>,
     /// Permission bits of the Unix socket files (octal, e.g. 0660): who may connect is
     /// who may write the file. [default: what the umask leaves]
-    #[arg(long, value_name = "MODE", value_parser = unix_mode)]
+    #[arg(long, value_name = "MODE", value_parser = unix_mode, help_heading = LISTEN)]
     unix_mode: Option<u32>,
     /// Owner of the Unix socket files (a user name or uid; needs privilege). [default:
     /// the server's user]
-    #[arg(long, value_name = "USER")]
+    #[arg(long, value_name = "USER", help_heading = LISTEN)]
     unix_owner: Option<String>,
     /// Group of the Unix socket files (a group name or gid). [default: the server's
     /// group]
-    #[arg(long, value_name = "GROUP")]
+    #[arg(long, value_name = "GROUP", help_heading = LISTEN)]
     unix_group: Option<String>,
     /// Accept a PROXY v1/v2 header from processes on the Unix sockets (a local balancer
     /// such as HAProxy with `send-proxy-v2`), as --proxy-from does over TCP.
-    #[arg(long)]
+    #[arg(long, help_heading = LISTEN)]
     unix_proxy: bool,
     /// TOML config file with the same settings (see docs/config.md).
     #[arg(long, value_name = "FILE")]
@@ -40,101 +40,101 @@ pub struct ServeArgs {
     /// Protocols to detect (repeatable): http (XML-RPC, JSON-RPC and msgpack bodies over
     /// HTTP, and WebSocket), jsonrpc-tcp, msgpack, stomp. The names of `rpcmux call
     /// --proto` are taken too: xmlrpc, jsonrpc, jsonrpc-ws and stomp-ws mean http.
-    #[arg(long = "protocol", alias = "proto", value_name = "PROTO", value_parser = parse_proto)]
+    #[arg(long = "protocol", alias = "proto", value_name = "PROTO", value_parser = parse_proto, help_heading = LISTEN)]
     protocols: Vec<Proto>,
     /// Open sockets at most; more are accepted and closed at once.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_connections: Option<usize>,
     /// Connections still being sniffed at most.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_sniffing: Option<usize>,
-    /// Seconds a connection may take to show its protocol.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds a connection may take to show its protocol (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     sniff_timeout: Option<f64>,
-    /// Seconds of silence before an idle connection is closed.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds of silence before an idle connection is closed (0: off, never).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     idle_timeout: Option<f64>,
     /// Calls in flight per connection.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_in_flight: Option<usize>,
     /// HTTP body cap in bytes.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_body: Option<usize>,
     /// Stream frame cap in bytes.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_frame: Option<usize>,
-    /// Seconds graceful shutdown waits for calls in flight.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds graceful shutdown waits for calls in flight (0: off, as long as they run).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     shutdown_timeout: Option<f64>,
     /// Open sockets per client address at most (0: no cap).
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_connections_per_ip: Option<usize>,
     /// Connections per client address still sniffing or handshaking at most (0: no cap).
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_sniffing_per_ip: Option<usize>,
     /// JSON-RPC batch members / system.multicall calls per request at most.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_batch: Option<usize>,
     /// Encoded reply cap in bytes (a bigger reply becomes an error).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_reply: Option<usize>,
     /// Request bytes of calls in flight per connection.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_in_flight_bytes: Option<usize>,
     /// Request bytes of calls in flight in the whole process.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_total_in_flight_bytes: Option<usize>,
-    /// Seconds an HTTP body may go without a byte arriving.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds an HTTP body may go without a byte arriving (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     body_timeout: Option<f64>,
     /// Bytes per second an HTTP body must average after --body-timeout seconds.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     min_body_rate: Option<usize>,
     /// Event subscriptions per connection at most.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_subscriptions: Option<usize>,
     /// Bytes of replies and events queued for clients in the whole process; past it
     /// big replies become error -32006 until clients read.
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_total_output: Option<usize>,
-    /// Seconds output may wait for a peer that reads nothing before it is closed.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds output may wait for a peer that reads nothing before it is closed (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     send_timeout: Option<f64>,
     /// Calls one request may start: JSON-RPC batch members with the system.multicall
     /// calls they carry.
-    #[arg(long)]
+    #[arg(long, help_heading = LIMITS)]
     max_calls_per_request: Option<usize>,
     /// Worker threads.
     #[arg(long)]
     threads: Option<usize>,
     /// PEM certificate chain for TLS on the same port (leaf first).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = TLS)]
     tls_cert: Option<PathBuf>,
     /// PEM private key for --tls-cert.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = TLS)]
     tls_key: Option<PathBuf>,
     /// PEM CA certificate(s): TLS clients must present a certificate signed by one
     /// (mutual TLS); its subject CN (or first SAN) is the identity verbs see.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = TLS)]
     tls_client_ca: Option<PathBuf>,
     /// off, optional (TLS and plaintext on one port) or required (plaintext refused).
-    #[arg(long = "tls", value_enum, value_name = "MODE")]
+    #[arg(long = "tls", value_enum, value_name = "MODE", help_heading = TLS)]
     tls_mode: Option<TlsMode>,
-    /// Seconds a TLS handshake may take.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds a TLS handshake may take (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = TLS)]
     tls_handshake_timeout: Option<f64>,
     /// Credentials file: who may call what (users, groups, allow/deny verb globs,
     /// anonymous, JWT keys; see docs/auth.md). Reloaded on SIGHUP.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = AUTH)]
     auth: Option<PathBuf>,
     /// Take the client-certificate name a trusted PROXY v2 peer (--proxy-from) passes
     /// in its SSL TLV (HAProxy `send-proxy-v2-ssl-cn`) as the caller's principal, when
     /// the proxy verified the certificate.
-    #[arg(long)]
+    #[arg(long, help_heading = AUTH)]
     proxy_cert_names: bool,
     /// Network (CIDR) allowed to send a PROXY v1/v2 header first, i.e. your load
     /// balancers (repeatable). From anywhere else a PROXY header is refused.
-    #[arg(long = "proxy-from", value_name = "CIDR")]
+    #[arg(long = "proxy-from", value_name = "CIDR", help_heading = TLS)]
     proxy_from: Vec<ipnet::IpNet>,
     /// An existing RPC server whose verbs to serve too, `[PREFIX=]URL[,URL...]`
     /// (repeatable): the scheme names its protocol (xmlrpc+http://HOST:PORT/PATH,
@@ -146,23 +146,66 @@ pub struct ServeArgs {
     /// PREFIX.name when a prefix is given. See docs/gateway.md.
     // Parsed in `into_config`, not by clap: clap's error would echo the value, and a
     // URL may hold a password.
-    #[arg(long = "upstream", value_name = "[PREFIX=]URL")]
+    #[arg(long = "upstream", value_name = "[PREFIX=]URL", help_heading = GATEWAY)]
     upstreams: Vec<String>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
     /// (see docs/fleet.md).
-    #[arg(long = "events", value_name = "URL")]
+    #[arg(long = "events", value_name = "URL", help_heading = EVENTS)]
     events: Option<String>,
-    /// The pub/sub channel of this fleet.
-    #[arg(long = "events-channel", value_name = "NAME")]
+    /// The Redis stream (key) of this fleet.
+    #[arg(long = "events-channel", value_name = "NAME", help_heading = EVENTS)]
     events_channel: Option<String>,
+    /// Entries the fleet's stream keeps, about (XADD MAXLEN ~) [default: 100000].
+    #[arg(long = "events-max-len", value_name = "N", help_heading = EVENTS)]
+    events_max_len: Option<usize>,
+    /// Seconds of this instance's events kept to send again to a Redis that came back
+    /// empty [default: 30].
+    #[arg(long = "events-resend-window", value_name = "SECS", help_heading = EVENTS)]
+    events_resend_window: Option<f64>,
+    /// Bytes of events waiting for Redis (and kept to send again) at most
+    /// [default: 64 MiB].
+    #[arg(long = "events-queue-bytes", value_name = "BYTES", help_heading = EVENTS)]
+    events_queue_bytes: Option<usize>,
+    /// Recent events kept for subscribers that resume (`subscribe` with since), at
+    /// most this many [default: 65536]; 0 keeps none.
+    #[arg(long = "events-retain", value_name = "N", help_heading = EVENTS)]
+    events_retain: Option<usize>,
+    /// Bytes of recent events kept for resuming subscribers [default: 64 MiB].
+    #[arg(long = "events-retain-bytes", value_name = "BYTES", help_heading = EVENTS)]
+    events_retain_bytes: Option<usize>,
+    /// Seconds a recent event is kept for resuming subscribers [default: 300].
+    #[arg(long = "events-retain-secs", value_name = "SECS", help_heading = EVENTS)]
+    events_retain_secs: Option<f64>,
     #[command(flatten)]
     ops: OpsArgs,
     #[command(flatten)]
     web: super::web_args::WebArgs,
+    /// Not a flag: the port is part of the address (`--listen 127.0.0.1:PORT`). Taken
+    /// only to say so, where clap would suggest `--proto`.
+    #[arg(long, hide = true, value_name = "PORT")]
+    port: Option<String>,
+}
+
+// The headings of `serve --help`, in the order the flags come.
+const LISTEN: &str = "Listening";
+const LIMITS: &str = "Limits";
+const TLS: &str = "TLS and PROXY";
+const AUTH: &str = "Authentication";
+const GATEWAY: &str = "Gateway";
+const EVENTS: &str = "Events";
+
+/// A duration flag (SECS): seconds, fractions allowed; 0 is off; negative is refused.
+/// The config file's rule too (`rpcmux::config::check_seconds`).
+pub(super) fn seconds(text: &str) -> Result<f64, String> {
+    let s: f64 = text.trim().parse().map_err(|_| {
+        format!("{text}: expected seconds (0 = off; fractions such as 0.5 allowed)")
+    })?;
+    rpcmux::config::check_seconds(s)
 }
 
 /// Metrics, access log, readiness and draining (docs/operations.md).
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Operations")]
 struct OpsArgs {
     /// Do not count or serve metrics (`GET /metrics` answers 404).
     #[arg(long)]
@@ -177,11 +220,11 @@ struct OpsArgs {
     /// The level of the one line logged per call (target rpcmux::access).
     #[arg(long, value_enum, value_name = "LEVEL")]
     access_log: Option<rpcmux::AccessLevel>,
-    /// Seconds past which a call is logged at warn.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds past which a call is logged at warn (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
     slow_call: Option<f64>,
-    /// Seconds /ready answers 503 before the listeners close at shutdown.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds /ready answers 503 before the listeners close at shutdown (0: off).
+    #[arg(long, value_name = "SECS", value_parser = seconds)]
     drain_delay: Option<f64>,
     /// Log lines as text (default) or as one JSON object each, for log shippers.
     #[arg(long, value_enum, value_name = "FORMAT", default_value = "text")]
@@ -303,6 +346,8 @@ impl ServeArgs {
                     .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
                 let mut c =
                     Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+                // Relative paths in the file are beside it (docs/config.md).
+                c.paths_beside(path.parent().unwrap_or(std::path::Path::new(".")));
                 let keys = text.parse::<toml::Table>().unwrap_or_default();
                 // The library's default is no demo; the binary's is the demo, unless the
                 // file says `demo = false`.
@@ -353,6 +398,12 @@ impl ServeArgs {
         if let Some(ch) = self.events_channel {
             c.events.channel = ch;
         }
+        c.events.max_len = self.events_max_len.unwrap_or(c.events.max_len);
+        c.events.resend_window = self.events_resend_window.unwrap_or(c.events.resend_window);
+        c.events.queue_bytes = self.events_queue_bytes.unwrap_or(c.events.queue_bytes);
+        c.events.retain = self.events_retain.unwrap_or(c.events.retain);
+        c.events.retain_bytes = self.events_retain_bytes.unwrap_or(c.events.retain_bytes);
+        c.events.retain_secs = self.events_retain_secs.unwrap_or(c.events.retain_secs);
         // Flags add to the file's upstreams rather than replace them: each names a server.
         for spec in &self.upstreams {
             let u = rpcmux::config::UpstreamConfig::from_flag(spec)
@@ -401,6 +452,13 @@ impl ServeArgs {
 
 pub fn run(args: ServeArgs) -> ExitCode {
     super::log::init(args.ops.log_format);
+    if let Some(port) = &args.port {
+        eprintln!(
+            "rpcmux: serve has no --port: the port is part of the address, \
+             --listen 127.0.0.1:{port} (or [::1]:{port}, 0.0.0.0:{port}; repeatable)"
+        );
+        return ExitCode::from(2);
+    }
     let threads = args.threads;
     let (mut config, explicit_listen) = match args.into_config() {
         Ok(c) => c,
@@ -409,6 +467,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A bad credentials file is a bad config, exit 2 as for the config file (the server
+    // reads it again when it starts: this only judges it first).
+    if let Some(path) = &config.auth.file {
+        if let Err(e) = rpcmux::auth::Policy::load(path) {
+            eprintln!("rpcmux: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let mut rt = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = threads {
         rt.worker_threads(n.max(1));

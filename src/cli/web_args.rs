@@ -4,6 +4,7 @@ use clap::Args;
 use rpcmux::Config;
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "WebSocket and browsers")]
 pub struct WebArgs {
     /// WebSocket message cap in bytes, fragments together (close 1009 past it).
     #[arg(long, value_name = "BYTES")]
@@ -14,11 +15,12 @@ pub struct WebArgs {
     /// Frames one fragmented WebSocket message may take (close 1009 past it).
     #[arg(long, value_name = "N")]
     ws_max_fragments: Option<usize>,
-    /// Seconds of silence before the server pings a WebSocket peer.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds of silence before the server pings a WebSocket peer (0: off).
+    #[arg(long, value_name = "SECS", value_parser = super::serve::seconds)]
     ws_ping_interval: Option<f64>,
-    /// Seconds after that ping before a silent peer is dropped with its subscriptions.
-    #[arg(long, value_name = "SECS")]
+    /// Seconds after that ping before a silent peer is dropped with its subscriptions
+    /// (0: off).
+    #[arg(long, value_name = "SECS", value_parser = super::serve::seconds)]
     ws_pong_timeout: Option<f64>,
     /// A foreign origin browsers may call from (WebSocket and CORS POST; repeatable;
     /// `*` for any). Pages of the server's own origin, and programs, need none.

@@ -12,8 +12,10 @@ pub struct Limits {
     /// Connections still being sniffed (slowloris guard). Over it: closed at once.
     pub max_sniffing: usize,
     /// Seconds a new connection may take to show which protocol it speaks.
+    #[serde(deserialize_with = "seconds")]
     pub sniff_timeout: f64,
     /// Seconds without traffic (and no call in flight) before a connection is closed.
+    #[serde(deserialize_with = "seconds")]
     pub idle_timeout: f64,
     /// Calls in flight per connection; past it the server stops reading that connection.
     pub max_in_flight: usize,
@@ -22,6 +24,7 @@ pub struct Limits {
     /// Stream frame cap in bytes (one JSON value, msgpack message or STOMP frame).
     pub max_frame: usize,
     /// Seconds graceful shutdown waits for calls in flight.
+    #[serde(deserialize_with = "seconds")]
     pub shutdown_timeout: f64,
     /// Listen backlog.
     pub backlog: u32,
@@ -42,6 +45,7 @@ pub struct Limits {
     /// a quarter more (see docs/limits.md).
     pub max_total_in_flight_bytes: usize,
     /// Seconds an HTTP body may go without a byte arriving (nginx's client_body_timeout).
+    #[serde(deserialize_with = "seconds")]
     pub body_timeout: f64,
     /// Bytes per second an HTTP body must average once `body_timeout` has passed.
     pub min_body_rate: usize,
@@ -54,6 +58,7 @@ pub struct Limits {
     pub max_total_output: usize,
     /// Seconds output may wait for a peer that reads nothing before the connection is
     /// closed and its output freed (nginx's `send_timeout`).
+    #[serde(deserialize_with = "seconds")]
     pub send_timeout: f64,
     /// Calls one request may start, whatever their nesting: JSON-RPC batch members,
     /// each counted with the `system.multicall` calls it carries (-32600 past it).
@@ -89,31 +94,61 @@ impl Default for Limits {
 }
 
 // The limits are seconds as f64 so the TOML file and the flags can say `0.5`; these
-// turn them into Durations (negative: zero; huge: Duration::MAX).
+// turn them into Durations. One rule for every duration: 0 is off (no timeout, as 0 is
+// no cap for the counts), a negative one is refused where it is read (`seconds`).
 impl Limits {
-    /// The `sniff_timeout` field as a `Duration`.
+    /// The `sniff_timeout` field as a `Duration` (0: none).
     pub fn sniff_timeout(&self) -> Duration {
-        secs(self.sniff_timeout)
+        timeout(self.sniff_timeout)
     }
-    /// The `idle_timeout` field as a `Duration`.
+    /// The `idle_timeout` field as a `Duration` (0: none).
     pub fn idle_timeout(&self) -> Duration {
-        secs(self.idle_timeout)
+        timeout(self.idle_timeout)
     }
-    /// The `shutdown_timeout` field as a `Duration`.
+    /// The `shutdown_timeout` field as a `Duration` (0: none).
     pub fn shutdown_timeout(&self) -> Duration {
-        secs(self.shutdown_timeout)
+        timeout(self.shutdown_timeout)
     }
-    /// The `body_timeout` field as a `Duration`.
+    /// The `body_timeout` field as a `Duration` (0: none).
     pub fn body_timeout(&self) -> Duration {
-        secs(self.body_timeout)
+        timeout(self.body_timeout)
     }
-    /// The `send_timeout` field as a `Duration`.
+    /// The `send_timeout` field as a `Duration` (0: none).
     pub fn send_timeout(&self) -> Duration {
-        secs(self.send_timeout)
+        timeout(self.send_timeout)
     }
 }
 
-/// Seconds from the settings as a `Duration` (negative: zero; huge: `Duration::MAX`).
+/// Seconds from the settings as a `Duration` (negative: zero; huge: [`OFF`]).
 pub(crate) fn secs(s: f64) -> Duration {
-    Duration::try_from_secs_f64(s.max(0.0)).unwrap_or(Duration::MAX)
+    Duration::try_from_secs_f64(s.max(0.0)).map_or(OFF, |d| d.min(OFF))
+}
+
+/// A timeout from the settings: 0 (or less) is off, a duration never reached.
+pub(crate) fn timeout(s: f64) -> Duration {
+    if s > 0.0 {
+        secs(s)
+    } else {
+        OFF
+    }
+}
+
+/// What "off" is for a timeout: a century, far enough never to pass and near enough
+/// that `now + OFF` never overflows an `Instant` (which `Duration::MAX` would).
+pub(crate) const OFF: Duration = Duration::from_secs(100 * 365 * 86_400);
+
+/// The one rule for a duration in seconds, in the config file and on the command
+/// line: a number, not negative; 0 is off.
+pub fn check_seconds(s: f64) -> Result<f64, String> {
+    if s.is_nan() || s < 0.0 {
+        return Err(format!(
+            "{s}: expected seconds, 0 or more (0 = off; fractions such as 0.5 allowed)"
+        ));
+    }
+    Ok(s)
+}
+
+/// Serde's reader of a duration field, by [`check_seconds`].
+pub(crate) fn seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    check_seconds(f64::deserialize(d)?).map_err(serde::de::Error::custom)
 }

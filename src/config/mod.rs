@@ -21,7 +21,7 @@ pub use access::AccessLevel;
 pub use auth::AuthConfig;
 pub use error::ConfigError;
 pub use events::EventsConfig;
-pub use limits::Limits;
+pub use limits::{check_seconds, Limits};
 pub use listen::Listen;
 pub use ops::OpsConfig;
 pub use stomp::StompConfig;
@@ -157,9 +157,46 @@ impl Config {
 #[cfg(feature = "toml")]
 impl Config {
     /// Read a TOML config file (feature `toml`); unknown keys are errors, missing
-    /// ones keep their defaults.
+    /// ones keep their defaults. Its relative paths are as written: see
+    /// [`Config::paths_beside`].
     pub fn from_toml(text: &str) -> Result<Self, toml::de::Error> {
         toml::from_str(text)
+    }
+}
+
+impl Config {
+    /// Make the relative paths a config file names relative to `dir`, the directory of
+    /// that file: one rule for every file rpcmux reads (the credentials file's key
+    /// files are beside it too), so a file means the same whatever directory the
+    /// server starts in. The paths: `[tls]` `cert`, `key`, `client_ca`; `[auth] file`;
+    /// each `[[upstream]]`'s `tls_ca`, `password_file`, `token_file`; `listen`'s
+    /// `unix:` socket files. Paths on the command line stay relative to the working
+    /// directory, as every command's do.
+    pub fn paths_beside(&mut self, dir: &std::path::Path) {
+        let beside = |p: &mut std::path::PathBuf| {
+            if p.is_relative() {
+                *p = dir.join(&*p);
+            }
+        };
+        let optional = |p: &mut Option<std::path::PathBuf>| {
+            if let Some(p) = p {
+                beside(p);
+            }
+        };
+        optional(&mut self.tls.cert);
+        optional(&mut self.tls.key);
+        optional(&mut self.tls.client_ca);
+        optional(&mut self.auth.file);
+        for u in &mut self.upstream {
+            optional(&mut u.tls_ca);
+            optional(&mut u.password_file);
+            optional(&mut u.token_file);
+        }
+        for l in &mut self.listen {
+            if let Listen::Unix(unix::UnixAddr::Path(p)) = l {
+                beside(p);
+            }
+        }
     }
 }
 
@@ -167,6 +204,34 @@ impl Config {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn relative_paths_are_beside_the_file() {
+        let mut c = Config::from_toml(
+            "listen = [\"unix:run/r.sock\", \"unix:/abs.sock\", \"unix:@name\"]\n\
+             [tls]\ncert = \"cert.pem\"\nkey = \"/etc/k.pem\"\n[auth]\nfile = \"users.toml\"\n",
+        )
+        .unwrap();
+        c.paths_beside(std::path::Path::new("/etc/rpcmux"));
+        assert_eq!(
+            c.tls.cert.unwrap(),
+            std::path::Path::new("/etc/rpcmux/cert.pem")
+        );
+        assert_eq!(c.tls.key.unwrap(), std::path::Path::new("/etc/k.pem"));
+        assert_eq!(
+            c.auth.file.unwrap(),
+            std::path::Path::new("/etc/rpcmux/users.toml")
+        );
+        let listen: Vec<String> = c.listen.iter().map(|l| l.to_string()).collect();
+        assert_eq!(
+            listen,
+            [
+                "unix:/etc/rpcmux/run/r.sock",
+                "unix:/abs.sock",
+                "unix:@name"
+            ]
+        );
+    }
 
     #[test]
     fn unix_sockets_in_toml() {

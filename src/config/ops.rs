@@ -1,7 +1,7 @@
 //! `[ops]`: metrics, the access log, readiness and draining (docs/operations.md).
 
 use crate::config::access::AccessLevel;
-use crate::config::limits::secs;
+use crate::config::limits::{seconds, secs, timeout};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -23,10 +23,12 @@ pub struct OpsConfig {
     /// The level of the one line logged per call (target `rpcmux::access`).
     pub access_log: AccessLevel,
     /// Seconds past which a call is logged at warn, whatever `access_log` says.
+    #[serde(deserialize_with = "seconds")]
     pub slow_call: f64,
     /// Seconds between the start of shutdown and closing the listeners: `GET /ready`
     /// answers 503 meanwhile while connections are still accepted, so a balancer that
     /// polls it takes the server out of rotation before it stops listening.
+    #[serde(deserialize_with = "seconds")]
     pub drain_delay: f64,
 }
 
@@ -47,11 +49,11 @@ impl Default for OpsConfig {
 }
 
 impl OpsConfig {
-    /// The `slow_call` field as a `Duration`.
+    /// The `slow_call` field as a `Duration` (0: off, no call is slow).
     pub fn slow_call(&self) -> Duration {
-        secs(self.slow_call)
+        timeout(self.slow_call)
     }
-    /// The `drain_delay` field as a `Duration`.
+    /// The `drain_delay` field as a `Duration` (0: off, no delay).
     pub fn drain_delay(&self) -> Duration {
         secs(self.drain_delay)
     }

@@ -1,6 +1,6 @@
 //! `[tls]`: TLS on the shared port (docs/tls.md).
 
-use crate::config::limits::secs;
+use crate::config::limits::{seconds, timeout};
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -35,6 +35,7 @@ pub struct TlsConfig {
     pub mode: Option<TlsMode>,
     /// Seconds a TLS handshake may take; separate from the sniff deadline, since a
     /// handshake costs round trips and CPU the first bytes do not.
+    #[serde(deserialize_with = "seconds")]
     pub handshake_timeout: f64,
 }
 
@@ -59,8 +60,8 @@ impl TlsConfig {
             (None, None) => TlsMode::Off,
         }
     }
-    /// The `handshake_timeout` field as a `Duration`.
+    /// The `handshake_timeout` field as a `Duration` (0: none).
     pub fn handshake_timeout(&self) -> Duration {
-        secs(self.handshake_timeout)
+        timeout(self.handshake_timeout)
     }
 }

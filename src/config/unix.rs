@@ -97,10 +97,30 @@ fn mode<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
     };
     match Option::<Mode>::deserialize(d)? {
         None => Ok(None),
-        Some(Mode::Bits(m)) if m <= 0o7777 => Ok(Some(m)),
-        Some(Mode::Bits(_)) => Err(bad()),
+        Some(Mode::Bits(m)) => integer_mode(m).map(Some).map_err(serde::de::Error::custom),
         Some(Mode::Octal(text)) => parse_mode(&text).map(Some).ok_or_else(bad),
     }
+}
+
+/// An integer `mode` from TOML, where `660` is the decimal number 660 (octal 1224: the
+/// sticky bit and `-w--w-r--`), not `0o660`. Permission bits of a socket file go up
+/// to 0o777; anything above (setuid, setgid, sticky, or bigger) is refused, naming
+/// the octal spelling that was probably meant.
+fn integer_mode(m: u32) -> Result<u32, String> {
+    if m <= 0o777 {
+        return Ok(m);
+    }
+    let digits = m.to_string();
+    let meant = if digits.len() <= 4 && digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        format!(": for octal {digits} write mode = 0o{digits} or mode = \"{digits}\"")
+    } else {
+        ": write the bits in octal, as mode = 0o660 or mode = \"0660\"".to_owned()
+    };
+    Err(format!(
+        "unix.mode = {m} is not permission bits: TOML reads it as a decimal number, octal \
+         {m:#o}, above 0o777 (setuid, setgid and sticky bits mean nothing on a socket \
+         file){meant}"
+    ))
 }
 
 #[cfg(test)]
@@ -125,6 +145,18 @@ mod tests {
         assert!(UnixAddr::parse("@").is_err());
         let long = format!("/{}", "x".repeat(120));
         assert!(UnixAddr::parse(&long).unwrap_err().contains("longer"));
+    }
+
+    #[test]
+    fn an_integer_mode_must_be_plain_permission_bits() {
+        assert_eq!(integer_mode(0o660), Ok(0o660));
+        assert_eq!(integer_mode(416), Ok(0o640), "the decimal 416 is 0o640");
+        let e = integer_mode(660).unwrap_err();
+        assert!(e.contains("octal 0o1224"), "{e}");
+        assert!(e.ends_with("mode = 0o660 or mode = \"660\""), "{e}");
+        let e = integer_mode(0o2770).unwrap_err();
+        assert!(e.contains("setgid"), "{e}");
+        assert!(e.ends_with("mode = 0o660 or mode = \"0660\""), "{e}");
     }
 
     #[test]

@@ -16,9 +16,11 @@ pub struct WsConfig {
     /// Frames one fragmented message may arrive in (close 1009 past it).
     pub max_fragments: usize,
     /// Seconds of silence from the peer before the server sends a ping.
+    #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub ping_interval: f64,
     /// Seconds after the ping without a byte from the peer before it is taken for dead
     /// and dropped with its subscriptions (close 1001).
+    #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub pong_timeout: f64,
 }
 
@@ -35,16 +37,18 @@ impl Default for WsConfig {
 }
 
 impl WsConfig {
+    /// 0: off (never pinged), as every duration; at least 10 ms otherwise.
     pub(crate) fn ping_interval(&self) -> Duration {
-        secs(self.ping_interval)
+        ws(self.ping_interval)
     }
+    /// 0: off (a pinged peer is never dropped for silence).
     pub(crate) fn pong_timeout(&self) -> Duration {
-        secs(self.pong_timeout)
+        ws(self.pong_timeout)
     }
 }
 
-fn secs(s: f64) -> Duration {
-    Duration::try_from_secs_f64(s.max(0.01)).unwrap_or(Duration::from_secs(3600))
+fn ws(s: f64) -> Duration {
+    crate::config::limits::timeout(s).max(Duration::from_millis(10))
 }
 
 /// What browsers may do (`[web]`): which foreign origins may open a WebSocket or POST

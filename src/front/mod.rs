@@ -14,7 +14,9 @@ use crate::conn::{ConnInfo, Stage};
 use crate::sniff::{Detected, Probes};
 use proxy::Trusted;
 use std::io;
+use std::time::Duration;
 use tls::Tls;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// A listener's front-layer settings, built once at bind time.
 pub(crate) struct Front {
@@ -109,5 +111,97 @@ impl std::fmt::Display for Refused {
             Refused::TlsOff => "TLS ClientHello but TLS is off",
             Refused::PlaintextWhenRequired => "plaintext refused: TLS is required",
         })
+    }
+}
+
+/// The answer to a plaintext HTTP/1.x request on a port that requires TLS, as nginx
+/// gives one: a short `400` saying so, where closing at once left curl with "Empty reply
+/// from server" and Python with `RemoteDisconnected`. `head` is what the sniffer read;
+/// its `Host` names the `https://` URL to use. `None` for HTTP/2's preface, which an
+/// HTTP/1.1 status would only confuse.
+pub(crate) fn tls_required_reply(head: &[u8]) -> Option<Vec<u8>> {
+    if head.starts_with(b"PRI * HTTP/2.0") {
+        return None;
+    }
+    let host = head
+        .split(|b| *b == b'\n')
+        .skip(1)
+        .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
+        .find_map(|line| {
+            let (name, value) = line.split_at(line.iter().position(|b| *b == b':')?);
+            let value = std::str::from_utf8(&value[1..]).ok()?.trim();
+            let plain = value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b));
+            (name.eq_ignore_ascii_case(b"host") && !value.is_empty() && plain)
+                .then(|| value.to_owned())
+        });
+    let body = match host {
+        Some(host) => {
+            format!("This port requires TLS: send the request over https:// (https://{host}/).\n")
+        }
+        None => "This port requires TLS: send the request over https://.\n".to_owned(),
+    };
+    let mut reply = format!(
+        "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    reply.extend_from_slice(body.as_bytes());
+    Some(reply)
+}
+
+/// Write [`tls_required_reply`] and close gently: the write side first, then what the
+/// client still sends (the rest of its request) is read and dropped, at most 64 KiB or
+/// one second, so that closing with unread input does not reset the connection under
+/// the reply before the client has read it.
+pub(crate) async fn refuse_plaintext_http<S: AsyncRead + AsyncWrite + Unpin>(
+    io: &mut S,
+    head: &[u8],
+) {
+    let Some(reply) = tls_required_reply(head) else {
+        return;
+    };
+    let linger = async {
+        io.write_all(&reply).await?;
+        io.shutdown().await?;
+        let mut sink = [0u8; 4096];
+        let mut left = 64 * 1024usize;
+        while left > 0 {
+            match io.read(&mut sink).await? {
+                0 => break,
+                n => left = left.saturating_sub(n),
+            }
+        }
+        io::Result::Ok(())
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), linger).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plaintext_http_on_a_tls_port_is_told_to_use_https() {
+        let reply =
+            tls_required_reply(b"POST / HTTP/1.1\r\nHost: localhost:54321\r\nX: y\r\n").unwrap();
+        let text = String::from_utf8(reply).unwrap();
+        assert!(text.starts_with("HTTP/1.1 400 Bad Request\r\n"), "{text}");
+        assert!(text.ends_with("(https://localhost:54321/).\n"), "{text}");
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(
+            head.contains(&format!("content-length: {}", body.len())),
+            "{text}"
+        );
+        // A Host that is no plain name is not echoed.
+        let text =
+            String::from_utf8(tls_required_reply(b"GET / HTTP/1.1\r\nhost: a<b>\r\n").unwrap())
+                .unwrap();
+        assert!(text.ends_with("over https://.\n"), "{text}");
+        assert_eq!(
+            tls_required_reply(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"),
+            None
+        );
     }
 }

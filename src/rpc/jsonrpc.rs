@@ -1,4 +1,6 @@
-//! Answering a JSON-RPC body, shared by the HTTP, raw-TCP and STOMP framers.
+//! Answering a JSON-RPC body, shared by the HTTP, raw-TCP and STOMP framers. Each
+//! reply is written in its request's version: JSON-RPC 1.0 (no `"jsonrpc"`) gets
+//! `{"result":…,"error":null,"id":…}` (STOMP refuses 1.0: [`only_v2`]).
 //!
 //! What a request may cause is bounded here, not only its bytes: a batch has at most
 //! `max_batch` members (refused while parsing, before any member is built), each
@@ -9,7 +11,10 @@
 use crate::offload;
 use crate::verbs::{CallContext, Input, Output, VerbTable};
 use futures_util::stream::{self, StreamExt};
-use rpcmux_jsonrpc::{write_error, write_result, write_result_with, Failed, Id, Incoming, Request};
+use rpcmux_jsonrpc::{
+    write_error, write_error_in, write_result_in, write_result_with_in, Failed, Id, Incoming,
+    Request, Version,
+};
 use rpcmux_value::RpcError;
 use std::sync::Arc;
 
@@ -91,12 +96,12 @@ pub(crate) async fn answer(
 ) -> bool {
     match incoming {
         Incoming::Single(item) => match one(&verbs, ctx, item).await {
-            Some((id, r)) => {
+            Some((version, id, r)) => {
                 let start = out.len();
-                encode_into(out, size, &id, r).await;
+                encode_into(out, size, version, &id, r).await;
                 if let Err(e) = bounds.cap.check(out.len() - start) {
                     crate::conn::reply_cap::discard_from(out, start);
-                    write_error(out, &id, &e);
+                    write_error_in(out, version, &id, &e);
                 }
                 true
             }
@@ -122,9 +127,9 @@ pub(crate) async fn answer(
                             Run::Group(reqs, vs) => group(verbs, ctx, reqs, vs).await,
                         };
                         let mut encoded = Vec::with_capacity(answered.len());
-                        for (id, r) in answered {
+                        for (version, id, r) in answered {
                             let mut reply = Vec::new();
-                            encode_into(&mut reply, per_member, &id, r).await;
+                            encode_into(&mut reply, per_member, version, &id, r).await;
                             encoded.push(reply);
                         }
                         encoded
@@ -194,49 +199,54 @@ async fn group(
     ctx: CallContext,
     reqs: Vec<Request>,
     vs: Vec<Arc<crate::verbs::Verb>>,
-) -> Vec<(Id, Result<Output, RpcError>)> {
+) -> Vec<Answer> {
     let mut ids = Vec::with_capacity(reqs.len());
     let calls = vs
         .into_iter()
         .zip(reqs)
         .map(|(v, req)| {
-            ids.push(req.id);
+            ids.push((req.version, req.id));
             (v, req.params)
         })
         .collect();
     let results = verbs.dispatch_group(calls, ctx).await;
     ids.into_iter()
         .zip(results)
-        .filter_map(|(id, r)| Some((id?, r)))
+        .filter_map(|((version, id), r)| Some((version, id?, r)))
         .collect()
 }
 
+/// A call's outcome, with the version and id its reply is written in.
+type Answer = (Version, Id, Result<Output, RpcError>);
+
 /// One call; `None` for a notification (run, but not answered).
-async fn one(
-    verbs: &VerbTable,
-    ctx: CallContext,
-    item: Result<Request, Failed>,
-) -> Option<(Id, Result<Output, RpcError>)> {
+async fn one(verbs: &VerbTable, ctx: CallContext, item: Result<Request, Failed>) -> Option<Answer> {
     match item {
-        Err(f) => Some((f.id, Err(f.error))),
+        Err(f) => Some((f.version, f.id, Err(f.error))),
         Ok(req) => {
             let input = match &req.raw_params {
                 Some(raw) => Input::Json(raw.get()),
                 None => Input::Tree(req.params),
             };
             let result = verbs.dispatch(&req.method, input, ctx).await;
-            req.id.map(|id| (id, result))
+            req.id.map(|id| (req.version, id, result))
         }
     }
 }
 
-/// Append one reply object (a typed result serialized straight into `out`); on the
-/// blocking pool when its request was big.
-async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, RpcError>) {
-    let write = |out: &mut Vec<u8>, id: &Id, r: Result<Output, RpcError>| match r {
-        Ok(Output::Value(v)) => write_result(out, id, &v),
-        Ok(Output::Typed(t)) => write_result_with(out, id, |o| t.to_json(o)),
-        Err(e) => write_error(out, id, &e),
+/// Append one reply object in its request's JSON-RPC `version` (a typed result
+/// serialized straight into `out`); on the blocking pool when its request was big.
+async fn encode_into(
+    out: &mut Vec<u8>,
+    size: usize,
+    version: Version,
+    id: &Id,
+    r: Result<Output, RpcError>,
+) {
+    let write = move |out: &mut Vec<u8>, id: &Id, r: Result<Output, RpcError>| match r {
+        Ok(Output::Value(v)) => write_result_in(out, version, id, &v),
+        Ok(Output::Typed(t)) => write_result_with_in(out, version, id, |o| t.to_json(o)),
+        Err(e) => write_error_in(out, version, id, &e),
     };
     if size < offload::OFFLOAD_AT {
         return write(out, id, r);
@@ -249,6 +259,29 @@ async fn encode_into(out: &mut Vec<u8>, size: usize, id: &Id, r: Result<Output, 
     })
     .await;
     out.extend_from_slice(&encoded);
+}
+
+/// For a transport that speaks JSON-RPC 2.0 only (STOMP, as VDSM has it): a 1.0 request
+/// (no `"jsonrpc"`) is refused with -32600 instead of run, in 2.0's shape.
+pub(crate) fn only_v2(incoming: Incoming) -> Incoming {
+    let refuse = |item: Result<Request, Failed>| match item {
+        Ok(r) if r.version == Version::V1 => Err(Failed {
+            version: Version::V2,
+            id: r.id.unwrap_or_default(),
+            error: RpcError::invalid_request(
+                "\"jsonrpc\" must be \"2.0\" (JSON-RPC over STOMP is 2.0 only)",
+            ),
+        }),
+        Err(f) => Err(Failed {
+            version: Version::V2,
+            ..f
+        }),
+        ok => ok,
+    };
+    match incoming {
+        Incoming::Single(item) => Incoming::Single(refuse(item)),
+        Incoming::Batch(items) => Incoming::Batch(items.into_iter().map(refuse).collect()),
+    }
 }
 
 /// A reply body for an error that answers the whole message (parse error, too large).

@@ -46,6 +46,11 @@ pub(crate) async fn handle(
             shared
                 .refusals
                 .refuse(Refusal::Front, info.peer, &why.to_string());
+            if why == crate::front::Refused::PlaintextWhenRequired
+                && detected == Detected::Protocol(Proto::Http)
+            {
+                crate::front::refuse_plaintext_http(&mut io, &sniffed).await;
+            }
             return;
         }
         if let Some(m) = &shared.metrics {

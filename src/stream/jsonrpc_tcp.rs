@@ -2,18 +2,20 @@
 //! response is one line. Replies may come out of order; the ids tell them apart.
 //! A value that is not valid JSON gets a -32700 line and the stream goes on after it;
 //! bytes that cannot start a value are skipped through the next newline; a value
-//! larger than the frame cap gets an error line and the connection is closed.
+//! larger than the frame cap gets an error line and the connection is closed. A value
+//! (or line) left unfinished when the stream ends (the peer's EOF, the idle timeout)
+//! gets a -32700 line naming it, instead of going unanswered.
 
 use crate::conn::out::Out;
 use crate::conn::ConnInfo;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::io::{Rewind, Stream};
 use crate::rpc::jsonrpc::{self, Bounds};
 use crate::shared::Shared;
 use crate::stream::driver::{self, Calls, Close, Framer};
 use crate::verbs::{CallContext, VerbTable};
 use bytes::{Buf, BufMut, BytesMut};
-use rpcmux_jsonrpc::{Split, Splitter};
+use rpcmux_jsonrpc::{Split, Splitter, Unfinished};
 use rpcmux_value::RpcError;
 use std::sync::Arc;
 
@@ -23,7 +25,13 @@ struct JsonrpcTcp {
     ctx: CallContext,
     bounds: Bounds,
     max_frame: usize,
+    /// The first bytes of the value being received, once a read ended inside it: what
+    /// the -32700 at the end of the stream shows if it never closes.
+    head: Option<Vec<u8>>,
 }
+
+/// How much of an unfinished value the error shows.
+const HEAD: usize = 40;
 
 impl Framer for JsonrpcTcp {
     /// The encoded reply line, or nothing for a notification.
@@ -39,6 +47,7 @@ impl Framer for JsonrpcTcp {
         while room > 0 {
             match self.splitter.next(input) {
                 Split::Value { start, end } => {
+                    self.head = None;
                     let frame = input.split_to(end);
                     // The newline after a value is not left behind: a connection whose
                     // input holds only it would look busy and keep its read buffer.
@@ -64,7 +73,15 @@ impl Framer for JsonrpcTcp {
                     let e = RpcError::parse_error("expected a JSON object or array");
                     line(out, &jsonrpc::error_body(&e));
                 }
-                Split::Garbage { .. } | Split::Incomplete => return Ok(()),
+                Split::Incomplete => {
+                    if let (None, Some(Unfinished::Value { start, .. })) =
+                        (&self.head, self.splitter.unfinished())
+                    {
+                        self.head = Some(input[start..input.len().min(start + HEAD)].to_vec());
+                    }
+                    return Ok(());
+                }
+                Split::Garbage { .. } => return Ok(()),
                 Split::TooLarge => {
                     let e = RpcError::invalid_request(format!(
                         "message larger than {} bytes",
@@ -86,10 +103,49 @@ impl Framer for JsonrpcTcp {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
-        out.put_shared(event.json(out.budget()));
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+        out.put_shared(event.json(out.budget(), resumable));
         out.put_u8(b'\n');
     }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        out.extend_from_slice(&notice.json());
+        out.put_u8(b'\n');
+    }
+
+    /// The stream ended (EOF, idle timeout, shutdown) with a value or a line begun and
+    /// not finished: say so, as -32700 naming it, rather than drop it unanswered.
+    fn finish(&mut self, out: &mut Out) {
+        let Some(e) = unfinished_error(self.splitter.unfinished(), self.head.as_deref()) else {
+            return;
+        };
+        tracing::debug!(error = %e.message, "stream ended inside a JSON value");
+        line(out, &jsonrpc::error_body(&e));
+    }
+}
+
+/// The -32700 for what a stream ended inside, if anything; `head` is the value's start.
+fn unfinished_error(unfinished: Option<Unfinished>, head: Option<&[u8]>) -> Option<RpcError> {
+    let what = match unfinished? {
+        Unfinished::Garbage => {
+            return Some(RpcError::parse_error(
+                "the stream ended inside a line that is no JSON object or array",
+            ))
+        }
+        Unfinished::Value {
+            in_string: true, ..
+        } => "a string never closed (a missing \")".to_owned(),
+        Unfinished::Value { open, .. } => format!(
+            "{open} bracket{} never closed (a missing }} or ])",
+            if open == 1 { "" } else { "s" }
+        ),
+    };
+    let head = head.unwrap_or_default();
+    let shown = String::from_utf8_lossy(head);
+    let more = if head.len() >= HEAD { "…" } else { "" };
+    Some(RpcError::parse_error(format_args!(
+        "the stream ended inside the JSON value {shown}{more}: {what}"
+    )))
 }
 
 fn line(out: &mut BytesMut, body: &[u8]) {
@@ -108,6 +164,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         ctx,
         bounds,
         max_frame,
+        head: None,
     })
     .await;
 }
@@ -152,4 +209,48 @@ pub(crate) fn start_message(
             .then_some(body)
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unfinished_value_is_named() {
+        let e = unfinished_error(
+            Some(Unfinished::Value {
+                start: 0,
+                open: 1,
+                in_string: false,
+            }),
+            Some(br#"{"jsonrpc":"2.0","method":"ping","id":1"#),
+        )
+        .unwrap();
+        assert_eq!(e.code, -32700);
+        assert_eq!(
+            e.message,
+            r#"Parse error: the stream ended inside the JSON value {"jsonrpc":"2.0","method":"ping","id":1: 1 bracket never closed (a missing } or ])"#
+        );
+        let e = unfinished_error(
+            Some(Unfinished::Value {
+                start: 0,
+                open: 2,
+                in_string: true,
+            }),
+            Some(&[b'['; HEAD]),
+        )
+        .unwrap();
+        assert!(
+            e.message.contains("[[[…: a string never closed"),
+            "{}",
+            e.message
+        );
+        assert!(unfinished_error(None, None).is_none());
+        assert_eq!(
+            unfinished_error(Some(Unfinished::Garbage), None)
+                .unwrap()
+                .code,
+            -32700
+        );
+    }
 }

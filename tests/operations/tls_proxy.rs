@@ -212,13 +212,67 @@ fn mutual_tls_gives_verbs_the_identity_and_refuses_clients_without_a_good_cert()
 fn plaintext_is_refused_when_tls_is_required() {
     let pki = Pki::new();
     let srv = tls_server(&pki, &["--tls", "required"]);
+    // Raw-TCP JSON-RPC (and every other protocol but HTTP): closed without a word.
     assert_eq!(call_after(srv.addr, b"", "ping"), None);
-    let out = exchange(srv.addr, b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
-    assert!(out.is_empty(), "{:?}", String::from_utf8_lossy(&out));
     assert!(
         srv.wait_log("plaintext refused: TLS is required", Duration::from_secs(5)),
         "{}",
         srv.log()
+    );
+    // Plaintext HTTP gets a short 400 saying to use https://, then the close (as nginx
+    // answers; curl said "Empty reply from server", Python RemoteDisconnected).
+    let out = exchange(srv.addr, b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+    let text = String::from_utf8_lossy(&out);
+    assert!(text.starts_with("HTTP/1.1 400 "), "{text}");
+    assert!(
+        text.ends_with("This port requires TLS: send the request over https://.\n"),
+        "{text}"
+    );
+    let url = format!("http://localhost:{}/", srv.port());
+    let curl = Command::new("curl")
+        .args([
+            "-sS",
+            "-w",
+            "\n%{http_code}",
+            "-d",
+            r#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+            &url,
+        ])
+        .output()
+        .expect("curl");
+    let said = String::from_utf8_lossy(&curl.stdout);
+    assert!(
+        curl.status.success(),
+        "{said} {}",
+        String::from_utf8_lossy(&curl.stderr)
+    );
+    let host = format!("https://localhost:{}/", srv.port());
+    assert_eq!(
+        said,
+        format!("This port requires TLS: send the request over https:// ({host}).\n\n400"),
+    );
+    let script = r#"
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=30)
+c.request("POST", "/RPC2", body="<?xml version='1.0'?><methodCall><methodName>ping</methodName></methodCall>", headers={"Content-Type": "text/xml"})
+r = c.getresponse()
+print(r.status, r.getheader("Connection"), r.read().decode(), end="")
+"#;
+    let stdlib = Command::new(python("RPCMUX_PY_CLIENTS", "clients"))
+        .args(["-c", script, &srv.port()])
+        .output()
+        .expect("python");
+    assert!(
+        stdlib.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stdlib.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&stdlib.stdout),
+        format!(
+            "400 close This port requires TLS: send the request over https:// (https://127.0.0.1:{}/).\n",
+            srv.port()
+        )
     );
     let out = py(&srv, &pki, &["tcp"], &[]);
     assert_eq!(out["whoami"]["protocol"], "jsonrpc-tcp", "{out}");

@@ -15,6 +15,20 @@ fn real_python_clients_jsonrpclib_and_tinyrpc() {
     );
 }
 
+/// JSON-RPC 1.0 (no "jsonrpc" member): python-bitcoinrpc's AuthServiceProxy and
+/// jsonrpclib-pelix with version=1.0 over HTTP, and 1.0 requests over raw TCP and
+/// WebSocket, each answered in 1.0's shape (result and error both present, one null).
+#[test]
+fn json_rpc_1_clients_bitcoinrpc_and_jsonrpclib() {
+    let srv = Server::start(&[]);
+    let out = run_py("jsonrpc_v1_clients.py", &["127.0.0.1", &srv.port()]);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        17,
+        "{out}"
+    );
+}
+
 #[test]
 fn single_batch_and_notifications() {
     let srv = Server::start(&[]);
@@ -85,7 +99,7 @@ fn every_error_code() {
     );
     assert_eq!(code(b"[]"), (json!(-32600), json!(null)));
     assert_eq!(
-        code(br#"{"jsonrpc":"1.0","method":"ping","id":9}"#),
+        code(br#"{"jsonrpc":"3.0","method":"ping","id":9}"#),
         (json!(-32600), json!(9))
     );
     assert_eq!(

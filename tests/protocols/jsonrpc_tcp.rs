@@ -42,6 +42,56 @@ fn bad_json_gets_an_error_line_and_the_stream_goes_on() {
     );
 }
 
+/// A line missing its closing brace (hand-typed into `nc`) is answered -32700 naming
+/// it when the stream ends: at the client's EOF, or when the idle timeout closes.
+#[test]
+fn an_unterminated_value_is_answered_when_the_stream_ends() {
+    let srv = Server::start(&["--idle-timeout", "1"]);
+    // EOF: the complete line is answered, then the unfinished one is named.
+    let mut s = connect(srv.addr);
+    s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\n{\"jsonrpc\":\"2.0\",\"method\":\"echo\",\"params\":[\"x\"],\"id\":2\n")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let lines: Vec<_> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(json(lines[0].as_bytes())["result"], true, "{out}");
+    let v = json(lines[1].as_bytes());
+    assert_eq!(
+        (v["error"]["code"].clone(), v["id"].clone()),
+        ((-32700).into(), serde_json::Value::Null),
+        "{v}"
+    );
+    assert_eq!(
+        v["error"]["message"],
+        r#"Parse error: the stream ended inside the JSON value {"jsonrpc":"2.0","method":"echo","params…: 1 bracket never closed (a missing } or ])"#
+    );
+    // The idle timeout (1 s here) ends a partial message the same way, a string open.
+    let mut s = connect(srv.addr);
+    s.write_all(br#"{"jsonrpc":"2.0","method":"echo","params":["no end"#)
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let v = json(out.trim_end().as_bytes());
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("a string never closed (a missing \")"),
+        "{v}"
+    );
+    // Whitespace left at the end is nothing to answer.
+    let mut s = connect(srv.addr);
+    s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":3}\n\n  ")
+        .unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
+
 #[test]
 fn oversized_frame_gets_an_error_then_close() {
     let srv = Server::start(&["--max-frame", "4096"]);

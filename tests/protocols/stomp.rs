@@ -214,6 +214,39 @@ fn several_frames_in_one_write() {
     c.expect_closed();
 }
 
+/// JSON-RPC over STOMP stays 2.0, as VDSM has it: a 1.0 request (no "jsonrpc") is
+/// refused with -32600 in 2.0's shape, alone or as a batch member, and runs nothing.
+#[test]
+fn json_rpc_1_requests_are_refused() {
+    let srv = Server::start(&[]);
+    let (mut c, _) = Client::open(srv.addr, &[]);
+    c.subscribe("r", RESPONSES);
+    c.request(r#"{"method":"VM.create","params":["v1-stomp","x",64],"id":1}"#);
+    let v = body(&c.expect(Command::Message));
+    assert_eq!(v["jsonrpc"], "2.0", "{v}");
+    assert_eq!(
+        (v["id"].clone(), v["error"]["code"].clone()),
+        (1.into(), (-32600).into()),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("STOMP is 2.0"),
+        "{v}"
+    );
+    c.request(r#"[{"method":"ping","params":[],"id":2},{"jsonrpc":"2.0","method":"Host.getVMList","id":3}]"#);
+    let v = body(&c.expect(Command::Message));
+    assert_eq!(v[0]["error"]["code"], -32600, "{v}");
+    assert_eq!(v[1]["jsonrpc"], "2.0", "{v}");
+    let vms = v[1]["result"].as_array().unwrap();
+    assert!(
+        !vms.contains(&"v1-stomp".into()),
+        "the refused 1.0 call ran: {v}"
+    );
+}
+
 #[test]
 fn disconnect_receipt_waits_for_calls_in_flight() {
     let srv = Server::start(&[]);

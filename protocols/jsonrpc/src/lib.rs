@@ -2,6 +2,11 @@
 //! write responses straight into a byte buffer, and split a raw TCP byte stream into
 //! JSON values (for JSON-RPC over TCP, where requests arrive concatenated or one per line).
 //!
+//! JSON-RPC 1.0 requests (no `"jsonrpc"` member) are read too, marked [`Version::V1`],
+//! and answered in 1.0's shape by the `_in` writers (`{"result":…,"error":null,"id":…}`);
+//! in 1.0 a null id is a notification. Batches follow 2.0's rules whatever their members
+//! speak, each member answered in its own version.
+//!
 //! Parsing takes a fast typed path; only when that fails does it re-read the input
 //! as a generic JSON tree, to tell a parse error (-32700) from an invalid request
 //! (-32600) and to recover the request id for the error reply.
@@ -34,10 +39,11 @@ mod wire;
 
 pub use id::{Id, IdNumber, NotANumber};
 pub use request::{
-    parse, parse_for, parse_with, Failed, Incoming, ParseLimits, RawParams, Request,
+    parse, parse_for, parse_with, Failed, Incoming, ParseLimits, RawParams, Request, Version,
 };
 pub use response::{
-    parse_response, parse_response_or_notification, write_error, write_notification, write_request,
-    write_result, write_result_with, Response,
+    parse_response, parse_response_or_notification, write_error, write_error_in,
+    write_notification, write_request, write_result, write_result_in, write_result_with,
+    write_result_with_in, Response,
 };
-pub use split::{Split, Splitter};
+pub use split::{Split, Splitter, Unfinished};

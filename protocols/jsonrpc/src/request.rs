@@ -1,4 +1,6 @@
-//! Parsing requests and batches, with the JSON-RPC 2.0 error classification.
+//! Parsing requests and batches, with the JSON-RPC 2.0 error classification. A request
+//! without `"jsonrpc"` (or with `"jsonrpc": "1.0"`) is JSON-RPC 1.0: accepted, and
+//! marked so that it is answered in 1.0's shape ([`Version`]).
 
 use crate::exact::{first_inexact_integer, Checked};
 use crate::id::{present_raw, Id};
@@ -8,9 +10,23 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::cell::Cell;
 
+/// Which JSON-RPC a request spoke, and so the shape its reply takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Version {
+    /// JSON-RPC 1.0: no `"jsonrpc"` member (or `"jsonrpc": "1.0"`, as Bitcoin-style
+    /// clients send). `"id": null` is a notification; the reply carries both `result`
+    /// and `error`, one of them `null`, and no `"jsonrpc"`.
+    V1,
+    /// JSON-RPC 2.0: `"jsonrpc": "2.0"`.
+    #[default]
+    V2,
+}
+
 /// One well-formed call. `id: None` is a notification (no reply is sent).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The JSON-RPC the request spoke: its reply is written in the same one.
+    pub version: Version,
     /// The id to answer under; `None` for a notification.
     pub id: Option<Id>,
     /// The method name.
@@ -42,6 +58,8 @@ impl PartialEq for RawParams {
 /// A request that could not be accepted, with the id to answer it under.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Failed {
+    /// The JSON-RPC to answer in: 1.0 for an object without `"jsonrpc"`, else 2.0.
+    pub version: Version,
     /// The request's id if it could be read, else `Null`.
     pub id: Id,
     /// What was wrong (-32600 and friends).
@@ -215,6 +233,7 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
     // Only an object can be a request (serde would read a struct from an array too).
     if text.first() != Some(&b'{') {
         return Err(Failed {
+            version: Version::V2,
             id: Id::Null,
             error: RpcError::invalid_request("a request must be an object"),
         });
@@ -224,6 +243,7 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
         Err(_) => match serde_json::from_slice::<serde_json::Value>(text) {
             Ok(tree) => Err(invalid_from_tree(&tree, text)),
             Err(e) => Err(Failed {
+                version: Version::V2,
                 id: Id::Null,
                 error: RpcError::parse_error(e),
             }),
@@ -233,30 +253,48 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
 
 /// Check a request read by the fast path; `text` is its JSON, for the rare second look.
 fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
+    let version = match w.jsonrpc.as_ref().map(|t| &*t.0) {
+        Some("2.0") => Version::V2,
+        None | Some("1.0") => Version::V1,
+        Some(_) => Version::V2,
+    };
     let id = match w.id.map(Id::from_raw) {
         None => None,
         Some(Some(id)) => Some(id),
         Some(None) => {
             return Err(Failed {
+                version,
                 id: Id::Null,
                 error: RpcError::invalid_request("\"id\" must be a string, a number or null"),
             })
         }
     };
     let fail = |id: Option<Id>, error: RpcError| Failed {
+        version,
         id: id.unwrap_or_default(),
         error,
     };
-    if w.jsonrpc.as_ref().map(|t| &*t.0) != Some("2.0") {
-        let e = RpcError::invalid_request("\"jsonrpc\" must be \"2.0\"");
+    if !matches!(
+        w.jsonrpc.as_ref().map(|t| &*t.0),
+        None | Some("1.0" | "2.0")
+    ) {
+        let e =
+            RpcError::invalid_request("\"jsonrpc\" must be \"2.0\" (or absent, for JSON-RPC 1.0)");
         return Err(fail(id, e));
     }
+    // JSON-RPC 1.0: a null id is a notification (1.0 has no other way to say it), and
+    // so is a missing one, which 1.0 does not allow and 2.0 reads so.
+    let id = match (version, id) {
+        (Version::V1, Some(Id::Null)) => None,
+        (_, id) => id,
+    };
     let Some(method) = w.method else {
         return Err(fail(id, RpcError::invalid_request("missing \"method\"")));
     };
     let Checked { value, doubt } = match w.params {
         None => {
             return Ok(Request {
+                version,
                 id,
                 method,
                 params: Params::default(),
@@ -270,6 +308,7 @@ fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Requ
                 return Err(fail(id, e));
             }
             return Ok(Request {
+                version,
                 id,
                 method,
                 params: Params::default(),
@@ -296,6 +335,7 @@ fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Requ
         }
     };
     Ok(Request {
+        version,
         id,
         method,
         params,
@@ -326,6 +366,14 @@ fn invalid_from_tree(tree: &serde_json::Value, text: &[u8]) -> Failed {
         .id
         .and_then(Id::from_raw)
         .unwrap_or_default();
+    let version = match tree {
+        serde_json::Value::Object(o) => match o.get("jsonrpc") {
+            None => Version::V1,
+            Some(v) if v == "1.0" => Version::V1,
+            Some(_) => Version::V2,
+        },
+        _ => Version::V2,
+    };
     let why = match tree {
         serde_json::Value::Object(o) => match o.get("method") {
             Some(m) if !m.is_string() => "\"method\" must be a string",
@@ -339,6 +387,7 @@ fn invalid_from_tree(tree: &serde_json::Value, text: &[u8]) -> Failed {
         _ => "a request must be an object",
     };
     Failed {
+        version,
         id,
         error: RpcError::invalid_request(why),
     }
@@ -380,14 +429,64 @@ mod tests {
         assert_eq!(parse(b"[]").unwrap_err().code, -32600);
         let f = single(r#"{"jsonrpc":"2.0","method":1,"id":3}"#).unwrap_err();
         assert_eq!((f.id, f.error.code), (Id::from(3), -32600));
-        let f = single(r#"{"method":"x","id":4}"#).unwrap_err();
+        let f = single(r#"{"jsonrpc":"3.0","method":"x","id":4}"#).unwrap_err();
         assert_eq!((f.id, f.error.code), (Id::from(4), -32600));
+        assert!(
+            f.error.message.contains("JSON-RPC 1.0"),
+            "{}",
+            f.error.message
+        );
         let f = single(r#"{"jsonrpc":"2.0","method":"x","params":5,"id":"k"}"#).unwrap_err();
         assert_eq!((f.id, f.error.code), (Id::from("k"), -32600));
         let f = single("42").unwrap_err();
         assert_eq!((f.id, f.error.code), (Id::Null, -32600));
         let f = single(r#"{"jsonrpc":"2.0","method":"x","id":{}}"#).unwrap_err();
         assert_eq!((f.id, f.error.code), (Id::Null, -32600));
+    }
+
+    #[test]
+    fn version_1_requests() {
+        // No "jsonrpc": 1.0, answered in 1.0; its null id is a notification.
+        let r = single(r#"{"method":"echo","params":[1],"id":7}"#).unwrap();
+        assert_eq!(
+            (r.version, r.id, r.method.as_str()),
+            (Version::V1, Some(Id::from(7)), "echo")
+        );
+        let r = single(r#"{"method":"echo","params":[1],"id":null}"#).unwrap();
+        assert_eq!((r.version, r.id), (Version::V1, None));
+        let r = single(r#"{"method":"ping","params":[]}"#).unwrap();
+        assert_eq!((r.version, r.id), (Version::V1, None));
+        // Bitcoin-style clients say so.
+        let r = single(r#"{"jsonrpc":"1.0","method":"ping","params":[],"id":"c"}"#).unwrap();
+        assert_eq!((r.version, r.id), (Version::V1, Some(Id::from("c"))));
+        // JSON-RPC 1.1's "version" member is just another member.
+        let r = single(r#"{"version":"1.1","method":"ping","params":[],"id":1e2}"#).unwrap();
+        assert_eq!(
+            (r.version, r.id.unwrap().to_string()),
+            (Version::V1, "1e2".to_owned())
+        );
+        let r = single(r#"{"jsonrpc":"2.0","method":"ping","id":null}"#).unwrap();
+        assert_eq!((r.version, r.id), (Version::V2, Some(Id::Null)));
+        // A bad 1.0 request is refused in 1.0's shape, its id kept.
+        let f = single(r#"{"method":5,"params":[],"id":3}"#).unwrap_err();
+        assert_eq!(
+            (f.version, f.id, f.error.code),
+            (Version::V1, Id::from(3), -32600)
+        );
+        let f = single(r#"{"params":[],"id":4}"#).unwrap_err();
+        assert_eq!(
+            (f.version, f.id, f.error.code),
+            (Version::V1, Id::from(4), -32600)
+        );
+        // A batch mixes them, each member in its own version.
+        let Incoming::Batch(items) =
+            parse(br#"[{"method":"a","params":[],"id":1},{"jsonrpc":"2.0","method":"b","id":2}]"#)
+                .unwrap()
+        else {
+            panic!("not a batch")
+        };
+        let versions: Vec<_> = items.iter().map(|i| i.as_ref().unwrap().version).collect();
+        assert_eq!(versions, [Version::V1, Version::V2]);
     }
 
     #[test]

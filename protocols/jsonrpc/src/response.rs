@@ -4,6 +4,7 @@
 //! tree, one allocation for the whole reply on the hot path.
 
 use crate::id::{present_raw, Id};
+use crate::request::Version;
 use rpcmux_value::{Params, RpcError, Value};
 use serde::de::IgnoredAny;
 use serde::Deserialize;
@@ -16,9 +17,29 @@ fn write_json<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, v: &T) {
 
 /// `{"jsonrpc":"2.0","result":…,"id":…}`
 pub fn write_result(out: &mut Vec<u8>, id: &Id, result: &Value) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
+    write_result_in(out, Version::V2, id, result)
+}
+
+/// A result in the request's [`Version`]: 2.0's `{"jsonrpc":"2.0","result":…,"id":…}`
+/// or 1.0's `{"result":…,"error":null,"id":…}`.
+pub fn write_result_in(out: &mut Vec<u8>, version: Version, id: &Id, result: &Value) {
+    out.extend_from_slice(result_head(version));
     write_json(out, result);
-    out.extend_from_slice(br#","id":"#);
+    write_result_tail(out, version, id);
+}
+
+fn result_head(version: Version) -> &'static [u8] {
+    match version {
+        Version::V2 => br#"{"jsonrpc":"2.0","result":"#,
+        Version::V1 => br#"{"result":"#,
+    }
+}
+
+fn write_result_tail(out: &mut Vec<u8>, version: Version, id: &Id) {
+    out.extend_from_slice(match version {
+        Version::V2 => br#","id":"#,
+        Version::V1 => br#","error":null,"id":"#,
+    });
     id.write(out);
     out.push(b'}');
 }
@@ -31,21 +52,39 @@ pub fn write_result_with<E: std::fmt::Display>(
     id: &Id,
     write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
 ) {
+    write_result_with_in(out, Version::V2, id, write)
+}
+
+/// [`write_result_with`] in the request's [`Version`].
+pub fn write_result_with_in<E: std::fmt::Display>(
+    out: &mut Vec<u8>,
+    version: Version,
+    id: &Id,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), E>,
+) {
     let start = out.len();
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","result":"#);
+    out.extend_from_slice(result_head(version));
     if let Err(e) = write(out) {
         out.truncate(start);
         let e = RpcError::internal(format!("cannot encode the result: {e}"));
-        return write_error(out, id, &e);
+        return write_error_in(out, version, id, &e);
     }
-    out.extend_from_slice(br#","id":"#);
-    id.write(out);
-    out.push(b'}');
+    write_result_tail(out, version, id);
 }
 
 /// `{"jsonrpc":"2.0","error":{"code":…,"message":…[,"data":…]},"id":…}`
 pub fn write_error(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","error":{"code":"#);
+    write_error_in(out, Version::V2, id, err)
+}
+
+/// An error in the request's [`Version`]: 2.0's
+/// `{"jsonrpc":"2.0","error":{…},"id":…}` or 1.0's `{"result":null,"error":{…},"id":…}`
+/// (the error object is 2.0's in both: 1.0 leaves its shape open).
+pub fn write_error_in(out: &mut Vec<u8>, version: Version, id: &Id, err: &RpcError) {
+    out.extend_from_slice(match version {
+        Version::V2 => br#"{"jsonrpc":"2.0","error":{"code":"#,
+        Version::V1 => br#"{"result":null,"error":{"code":"#,
+    });
     out.extend_from_slice(err.code.to_string().as_bytes());
     out.extend_from_slice(br#","message":"#);
     write_json(out, &err.message);
@@ -174,6 +213,38 @@ mod tests {
         write_notification(&mut out, "|virt|x", &Value::Nil);
         assert_eq!(parse_response_or_notification(&out).unwrap(), None);
         assert!(parse_response_or_notification(b"<html>").is_err());
+    }
+
+    #[test]
+    fn version_1_replies_carry_result_and_error() {
+        let mut out = Vec::new();
+        write_result_in(&mut out, Version::V1, &Id::from(1), &Value::from("x"));
+        assert_eq!(out, br#"{"result":"x","error":null,"id":1}"#);
+        let back = parse_response(&out).unwrap();
+        assert_eq!((back.id, back.outcome), (Id::from(1), Ok(Value::from("x"))));
+        out.clear();
+        write_result_with_in(&mut out, Version::V1, &Id::from("a"), |o| {
+            o.extend_from_slice(b"[1]");
+            Ok::<(), String>(())
+        });
+        assert_eq!(out, br#"{"result":[1],"error":null,"id":"a"}"#);
+        out.clear();
+        write_result_with_in(&mut out, Version::V1, &Id::from(2), |o| {
+            o.extend_from_slice(b"[1");
+            Err("no")
+        });
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            r#"{"result":null,"error":{"code":-32603,"message":"Internal error: cannot encode the result: no"},"id":2}"#
+        );
+        out.clear();
+        let err = RpcError::method_not_found("nope");
+        write_error_in(&mut out, Version::V1, &Id::from(3), &err);
+        assert_eq!(
+            String::from_utf8(out.clone()).unwrap(),
+            r#"{"result":null,"error":{"code":-32601,"message":"Method not found: nope"},"id":3}"#
+        );
+        assert_eq!(parse_response(&out).unwrap().outcome, Err(err));
     }
 
     #[test]

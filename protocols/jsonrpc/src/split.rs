@@ -46,6 +46,22 @@ pub enum Split {
     TooLarge,
 }
 
+/// What a stream ended in the middle of: [`Splitter::unfinished`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfinished {
+    /// A value begun at `start` whose closing bracket never came.
+    Value {
+        /// Offset of its first byte in the caller's buffer.
+        start: usize,
+        /// Brackets still open (`{"a":[1` has 2).
+        open: usize,
+        /// Inside a string (a missing `"`).
+        in_string: bool,
+    },
+    /// A garbage line (not starting with `{` or `[`) without its newline.
+    Garbage,
+}
+
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Finds where each JSON value ends in a byte stream, incrementally: bytes already
@@ -137,6 +153,24 @@ impl Splitter {
         } else {
             Split::Incomplete
         }
+    }
+
+    /// When the stream ends (the peer's EOF, an idle close) after [`Splitter::next`]
+    /// answered `Incomplete` or `Garbage { skip: 0 }`: the value or garbage line left
+    /// unfinished, if any (whitespace alone is nothing). A value missing its closing
+    /// brace, hand-typed into `nc`, would otherwise go unanswered.
+    pub fn unfinished(&self) -> Option<Unfinished> {
+        if self.too_large {
+            return None;
+        }
+        if self.garbage_from.is_some() {
+            return Some(Unfinished::Garbage);
+        }
+        self.start.map(|start| Unfinished::Value {
+            start,
+            open: self.depth,
+            in_string: self.in_string,
+        })
     }
 
     /// Move past whitespace and byte order marks from `pos` on: `Ok` with the offset of
@@ -246,6 +280,35 @@ oops
         assert_eq!(sp.next(b"xx {\"a\""), Split::Garbage { skip: 0 });
         assert_eq!(sp.next(b"xx {\"a\"\n{}"), Split::Garbage { skip: 8 });
         assert_eq!(sp.next(b"{}"), Split::Value { start: 0, end: 2 });
+    }
+
+    #[test]
+    fn tells_what_the_stream_ended_in() {
+        let mut sp = Splitter::new(1 << 20);
+        assert_eq!(sp.next(b"  \n"), Split::Incomplete);
+        assert_eq!(sp.unfinished(), None, "whitespace is nothing");
+        assert_eq!(sp.next(b"  \n{\"a\":[1"), Split::Incomplete);
+        let open = Unfinished::Value {
+            start: 3,
+            open: 2,
+            in_string: false,
+        };
+        assert_eq!(sp.unfinished(), Some(open));
+        assert_eq!(sp.next(b"  \n{\"a\":[1,\"x"), Split::Incomplete);
+        assert!(matches!(
+            sp.unfinished(),
+            Some(Unfinished::Value {
+                in_string: true,
+                ..
+            })
+        ));
+        assert_eq!(
+            sp.next(b"  \n{\"a\":[1,\"x\"]}"),
+            Split::Value { start: 3, end: 16 }
+        );
+        assert_eq!(sp.unfinished(), None);
+        assert_eq!(sp.next(b"oops"), Split::Garbage { skip: 0 });
+        assert_eq!(sp.unfinished(), Some(Unfinished::Garbage));
     }
 
     #[test]

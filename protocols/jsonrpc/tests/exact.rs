@@ -3,8 +3,8 @@
 
 use fastrand::Rng;
 use rpcmux_jsonrpc::{
-    parse, parse_response, parse_with, write_error, write_result, Failed, Id, Incoming,
-    ParseLimits, Request,
+    parse, parse_response, parse_with, write_error, write_result, write_result_in, Failed, Id,
+    Incoming, ParseLimits, Request, Version,
 };
 use rpcmux_value::{Params, RpcError, Value};
 use std::time::{Duration, Instant};
@@ -159,11 +159,31 @@ fn ids_are_echoed_byte_exact() {
         assert!(text.ends_with(&format!(r#""id":{want_id}}}"#)), "{text}");
         // An invalid request keeps the id's spelling too (fast and slow paths).
         for bad in [
-            format!(r#"{{"jsonrpc":"1.0","method":"m","id":{id}}}"#),
+            format!(r#"{{"jsonrpc":"3.0","method":"m","id":{id}}}"#),
             format!(r#"{{"jsonrpc":"2.0","method":5,"id":{id}}}"#),
+            format!(r#"{{"method":5,"params":[],"id":{id}}}"#),
         ] {
             let f = single(bad.as_bytes()).unwrap_err();
             assert_eq!(f.id, got, "{bad}");
+        }
+        // A JSON-RPC 1.0 request's id comes back as exactly, in 1.0's reply (its null
+        // id makes a notification).
+        let v1 = format!(r#"{{"method":"m","params":[1e2],"id":{id}}}"#);
+        let r = single(v1.as_bytes()).unwrap();
+        assert_eq!(r.version, Version::V1);
+        assert_eq!(r.params, Params::Positional(vec![Value::Double(100.0)]));
+        if id == "null" {
+            assert_eq!(r.id, None, "a 1.0 null id is a notification");
+        } else {
+            assert_eq!(r.id.as_ref(), Some(&got));
+            let mut out = Vec::new();
+            write_result_in(&mut out, Version::V1, &got, &Value::Int(1));
+            let text = String::from_utf8(out.clone()).unwrap();
+            assert_eq!(
+                text,
+                format!(r#"{{"result":1,"error":null,"id":{want_id}}}"#)
+            );
+            assert_eq!(parse_response(&out).unwrap().id, got, "read back");
         }
         // And inside a batch.
         let batch = format!(r#"[{{"jsonrpc":"2.0","method":"m","id":{id}}}]"#);

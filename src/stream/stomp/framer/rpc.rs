@@ -52,7 +52,7 @@ impl Stomp {
             None
         } else {
             match jsonrpc::parse_now(&f.body, &bounds, &self.shared.verbs) {
-                Ok(incoming) => Some(incoming),
+                Ok(incoming) => Some(jsonrpc::only_v2(incoming)),
                 Err(e) => {
                     let body = jsonrpc::error_body(&e);
                     self.deliver_reply(&reply_to, body.into(), out);
@@ -82,7 +82,9 @@ impl Stomp {
         let call = async move {
             let incoming = match (incoming, raw) {
                 (Some(incoming), _) => Ok(incoming),
-                (None, Some(raw)) => jsonrpc::parse(raw, &bounds, &verbs).await,
+                (None, Some(raw)) => jsonrpc::parse(raw, &bounds, &verbs)
+                    .await
+                    .map(jsonrpc::only_v2),
                 (None, None) => unreachable!("a body either parsed or kept"),
             };
             let mut body = Vec::with_capacity(256);
@@ -121,6 +123,7 @@ impl Stomp {
         dest: &str,
         body: &Bytes,
         shared: bool,
+        event_id: Option<&str>,
         out: &mut Out,
     ) -> bool {
         let Stomp {
@@ -133,7 +136,7 @@ impl Stomp {
         for sub in subs.covering(dest) {
             *next_message += 1;
             let id = format!("{conn_id}-{next_message}");
-            frames::put_message(dest, sub, &id, body, shared, out);
+            frames::put_message(dest, sub, &id, body, shared, event_id, out);
             any = true;
         }
         if any {
@@ -145,7 +148,7 @@ impl Stomp {
     }
 
     pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut Out) {
-        if !self.deliver(dest, &body, false, out) {
+        if !self.deliver(dest, &body, false, None, out) {
             if self.warned_unrouted {
                 tracing::debug!(
                     conn = self.conn_id,
