@@ -124,3 +124,76 @@ fn the_log_is_coloured_on_a_terminal_unless_no_color() {
     assert!(on_a_terminal(None).contains("\x1b["));
     assert!(!on_a_terminal(Some("1")).contains("\x1b["));
 }
+
+/// `rpcmux serve ARGS` that must not start: exit 2, nothing listened; its stderr.
+fn refused(args: &[&str]) -> String {
+    let out = rpcmux().args(args).stdin(Stdio::null()).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: nothing listened");
+    err
+}
+
+/// Config that means what it looks like: each pitfall refused, exit 2, the message
+/// naming the fix.
+#[test]
+fn config_pitfalls_are_refused_naming_the_fix() {
+    let dir = crate::common::temp_dir("pitfalls");
+    let toml = |name: &str, text: &str| {
+        let f = dir.join(name);
+        std::fs::write(&f, text).unwrap();
+        f.to_str().unwrap().to_owned()
+    };
+    // `mode = 660` is the decimal 660 (0o1224, sticky and -w--w-r--), not 0o660.
+    let f = toml("mode.toml", "[unix]\nmode = 660\n");
+    let err = refused(&["serve", "--config", &f]);
+    assert!(err.contains("0o1224"), "{err}");
+    assert!(err.contains("mode = 0o660 or mode = \"660\""), "{err}");
+    let f = toml("setgid.toml", "[unix]\nmode = 0o2770\n");
+    assert!(refused(&["serve", "--config", &f]).contains("setgid"));
+    // Every duration: negative refused, in the file and on the command line.
+    let f = toml("idle.toml", "[limits]\nidle_timeout = -1\n");
+    let err = refused(&["serve", "--config", &f]);
+    assert!(
+        err.contains("expected seconds, 0 or more (0 = off"),
+        "{err}"
+    );
+    let f = toml("ping.toml", "[websocket]\nping_interval = -0.5\n");
+    assert!(refused(&["serve", "--config", &f]).contains("0 = off"));
+    let err = refused(&["serve", "--idle-timeout=-1"]);
+    assert!(
+        err.contains("expected seconds, 0 or more (0 = off"),
+        "{err}"
+    );
+    assert!(refused(&["serve", "--slow-call=-2"]).contains("0 = off"));
+    // A bad credentials file is a bad config: 2, as --help says, not 1.
+    let f = toml("credentials.toml", "[users.alice]\npassword = 42\n");
+    let err = refused(&["serve", "--listen", "127.0.0.1:0", "--auth", &f]);
+    assert!(err.contains("credentials.toml"), "{err}");
+    // `--port` is no flag: the port goes in --listen (clap offered --proto).
+    let err = refused(&["serve", "--port", "8080"]);
+    assert!(err.contains("--listen 127.0.0.1:8080"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--idle-timeout 0` is off, as 0 is for every duration: a connection stays open
+/// after its reply (it was closed right after it).
+#[test]
+fn idle_timeout_0_is_off() {
+    use std::io::{BufRead, BufReader, Write};
+    let srv = Server::start(&["--idle-timeout", "0"]);
+    let s = std::net::TcpStream::connect(srv.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let mut r = BufReader::new(s);
+    for id in 1..=2 {
+        w.write_all(
+            format!("{{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":{id}}}\n").as_bytes(),
+        )
+        .unwrap();
+        let mut line = String::new();
+        r.read_line(&mut line).unwrap();
+        assert_eq!(json(line.as_bytes())["id"], id, "call {id}: {line:?}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
