@@ -27,6 +27,9 @@ pub trait Authenticate: Send + Sync + 'static {
     ) -> BoxFuture<'static, Result<Option<String>, ()>>;
 }
 
+/// What [`Auth::know_verbs`] was given.
+type VerbNames = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
+
 /// How many [`Authenticate`] calls run at once, and how many more may wait.
 const AUTHENTICATOR_PARALLEL: usize = 16;
 const AUTHENTICATOR_QUEUE: usize = 64;
@@ -47,6 +50,9 @@ pub struct Auth {
     pub(crate) throttle: Throttle,
     /// Bumped by every reload: see [`Auth::generation`].
     generation: AtomicU64,
+    /// The names of the verbs served now, to check the file's globs against
+    /// ([`Auth::know_verbs`]).
+    verbs: std::sync::RwLock<Option<VerbNames>>,
     /// How many argon2 verifications ran (the tests' witness that one did not).
     #[cfg(test)]
     pub(crate) argon2_runs: Arc<std::sync::atomic::AtomicUsize>,
@@ -73,6 +79,7 @@ impl Auth {
             cache: Cache::new(),
             throttle,
             generation: AtomicU64::new(0),
+            verbs: Default::default(),
             #[cfg(test)]
             argon2_runs: Default::default(),
         }
@@ -99,16 +106,37 @@ impl Auth {
 
     /// Read the credentials file again and put it in force; on error the old policy
     /// stays. Principals already bound keep their names; their permissions are the new
-    /// file's from the next call on. Remembered credentials are forgotten.
-    pub fn reload(&self) -> Result<(), PolicyError> {
+    /// file's from the next call on. Remembered credentials are forgotten, here and on
+    /// every connection ([`Auth::generation`]). `Ok` holds the new file's warnings
+    /// ([`Auth::unmatched_verb_globs`]), for the log.
+    pub fn reload(&self) -> Result<Vec<String>, PolicyError> {
         let Some(path) = &self.path else {
-            return Ok(());
+            return Ok(Vec::new());
         };
         let policy = Policy::load(path)?;
         self.policy.store(Arc::new(policy));
         self.cache.clear();
         self.generation.fetch_add(1, Ordering::SeqCst);
-        Ok(())
+        Ok(self.unmatched_verb_globs())
+    }
+
+    /// Tell the policy which verbs are served (`names` is asked at each check: the
+    /// gateway's verbs change), so that [`Auth::unmatched_verb_globs`] and
+    /// [`Auth::reload`] can name the globs that match none.
+    pub fn know_verbs(&self, names: impl Fn() -> Vec<String> + Send + Sync + 'static) {
+        if let Ok(mut v) = self.verbs.write() {
+            *v = Some(Arc::new(names));
+        }
+    }
+
+    /// The policy's verb globs that match no verb served, with their places
+    /// ([`Policy::unmatched_verb_globs`]); none before [`Auth::know_verbs`].
+    pub fn unmatched_verb_globs(&self) -> Vec<String> {
+        let names = self.verbs.read().ok().and_then(|v| v.clone());
+        match names {
+            Some(names) => self.policy.load().unmatched_verb_globs(&names()),
+            None => Vec::new(),
+        }
     }
 
     /// The policy in force now.

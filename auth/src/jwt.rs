@@ -161,6 +161,12 @@ impl JwtKey {
         if sub.is_empty() {
             return Err("an empty sub names nobody");
         }
+        if crate::Principal::is_local_user_name(sub) {
+            return Err("a uid:N sub names a local user, which only the kernel does (tokens with one are refused)");
+        }
+        if ttl.is_zero() {
+            return Err("a token for 0 seconds never holds");
+        }
         let iat = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_err(|_| "the clock is before 1970")?

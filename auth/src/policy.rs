@@ -44,8 +44,11 @@ pub struct Policy {
     /// The token check, if `[jwt]` is configured.
     pub(crate) jwt: Option<JwtKey>,
     /// The PHC string unknown users' passwords are verified against, with the cost of
-    /// the file's own hashes (see [`password::dummy_for`]).
+    /// the costliest of the file's own hashes (see [`password::dummy_for`]).
     pub(crate) dummy_hash: String,
+    /// Every verb glob as written and where (`users.alice.allow[0]`), to tell the
+    /// operator which match no verb ([`Policy::unmatched_verb_globs`]).
+    verb_globs: Vec<(String, Box<str>)>,
 }
 
 /// One user of the file, compiled.
@@ -170,13 +173,41 @@ impl Policy {
             Some(config) => Some(JwtKey::load(config, base, origin)?),
             None => None,
         };
+        let mut verb_globs = Vec::new();
+        let mut places = |place: &str, globs: &[String]| {
+            for (i, g) in globs.iter().enumerate() {
+                verb_globs.push((format!("{place}[{i}]"), g.as_str().into()));
+            }
+        };
+        places("anonymous", &file.anonymous);
+        for (name, u) in &file.users {
+            places(&format!("users.{name}.allow"), &u.allow);
+            places(&format!("users.{name}.deny"), &u.deny);
+        }
+        for (name, g) in &file.groups {
+            places(&format!("groups.{name}.allow"), &g.allow);
+            places(&format!("groups.{name}.deny"), &g.deny);
+        }
         Ok(Policy {
             users,
             anonymous: globs(&file.anonymous),
             jwt,
             dummy_hash: costliest
                 .map_or_else(password::default_dummy, |(_, phc)| password::dummy_for(phc)),
+            verb_globs,
         })
+    }
+
+    /// Each verb glob of the file (in `anonymous`, a user's or a group's `allow` or
+    /// `deny`) that matches none of `verbs`, with its place:
+    /// `users.alice.allow[0] "Vm.*" matches no verb`. Most likely a typo, which would
+    /// otherwise grant (or deny) nothing, silently.
+    pub fn unmatched_verb_globs(&self, verbs: &[String]) -> Vec<String> {
+        self.verb_globs
+            .iter()
+            .filter(|(_, g)| !verbs.iter().any(|v| crate::glob::matches(g, v)))
+            .map(|(place, g)| format!("{place} {g:?} matches no verb"))
+            .collect()
     }
 
     /// The rules of user `name`, if in the file.

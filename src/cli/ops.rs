@@ -131,8 +131,11 @@ pub fn reload_on_sighup(
                         tracing::info!("SIGHUP: reading the credentials file again");
                         let a = a.clone();
                         match tokio::task::spawn_blocking(move || a.reload()).await {
-                            Ok(Ok(())) => {
+                            Ok(Ok(warnings)) => {
                                 tracing::info!("credentials reloaded");
+                                for warning in &warnings {
+                                    tracing::warn!("credentials file: {warning}");
+                                }
                                 format!("{outcome}; credentials reloaded")
                             }
                             Ok(Err(e)) => {

@@ -1,7 +1,9 @@
 //! `rpcmux passwd`: a password's argon2id hash for a credentials file (docs/auth.md).
-//! The password is read from stdin (one line), never from the command line, where
-//! other users could see it in the process list.
+//! The password is read from stdin, never from the command line, where other users
+//! could see it in the process list: on a terminal twice, not echoed (a typo would
+//! otherwise lock its user out unseen); from a pipe, one line.
 
+use crate::cli::no_echo::{read_line_hidden, trim_line_end};
 use clap::Args;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -10,24 +12,46 @@ use std::process::ExitCode;
 pub struct PasswdArgs {}
 
 pub fn run(_: PasswdArgs) -> ExitCode {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        eprint!("password (echoed; pipe it in to avoid that): ");
-        let _ = std::io::stderr().flush();
-    }
-    let mut line = String::new();
-    if let Err(e) = stdin.lock().read_line(&mut line) {
-        eprintln!("rpcmux: cannot read the password: {e}");
-        return ExitCode::from(2);
-    }
-    let password = line.strip_suffix('\n').unwrap_or(&line);
-    let password = password.strip_suffix('\r').unwrap_or(password);
-    if password.is_empty() {
-        eprintln!(
-            "rpcmux: empty password: give one on stdin, e.g. `echo 'secret' | rpcmux passwd`"
-        );
-        return ExitCode::from(2);
-    }
-    println!("{}", rpcmux::auth::hash_password(password));
+    let password = match read_password() {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("rpcmux: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("{}", rpcmux::auth::hash_password(&password));
     ExitCode::SUCCESS
+}
+
+/// The password: typed twice on a terminal, else the first line of stdin.
+fn read_password() -> Result<String, String> {
+    let unreadable = |e: std::io::Error| format!("cannot read the password: {e}");
+    let password = if std::io::stdin().is_terminal() {
+        let first = prompt("password: ").map_err(unreadable)?;
+        let again = prompt("password again: ").map_err(unreadable)?;
+        if first != again {
+            return Err("the two passwords differ: nothing printed".to_owned());
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(unreadable)?;
+        trim_line_end(&line).to_owned()
+    };
+    if password.is_empty() {
+        return Err(
+            "empty password: type one, or give one on stdin, e.g. `echo 'secret' | rpcmux passwd`"
+                .to_owned(),
+        );
+    }
+    Ok(password)
+}
+
+fn prompt(what: &str) -> std::io::Result<String> {
+    eprint!("{what}");
+    let _ = std::io::stderr().flush();
+    read_line_hidden()
 }

@@ -16,8 +16,10 @@ pub struct TokenArgs {
     /// The principal the token names (its `sub` claim).
     #[arg(long, value_name = "NAME")]
     sub: String,
-    /// Seconds the token holds (its `exp` claim, from now).
-    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    /// Seconds the token holds (its `exp` claim, from now); at least 1 (a token that
+    /// never holds is a mistake).
+    #[arg(long, value_name = "SECS", default_value_t = 3600,
+          value_parser = clap::value_parser!(u64).range(1..))]
     ttl: u64,
 }
 
@@ -31,6 +33,15 @@ pub fn run(args: TokenArgs) -> ExitCode {
     };
     match policy.mint_token(&args.sub, Duration::from_secs(args.ttl)) {
         Ok(token) => {
+            if !policy.has_user(&args.sub) {
+                // Valid all the same (a name with only the anonymous permissions), but
+                // most likely a typo.
+                eprintln!(
+                    "rpcmux: warning: {}: no [users.{:?}]: the token's principal may call only what anonymous may",
+                    args.auth.display(),
+                    args.sub
+                );
+            }
             println!("{token}");
             ExitCode::SUCCESS
         }

@@ -157,6 +157,9 @@ impl Server {
             auth,
             config,
         });
+        if let Some(auth) = &shared.auth {
+            check_verb_globs(auth, &shared.verbs);
+        }
         Ok(Server {
             listeners,
             metrics_listener,
@@ -214,6 +217,7 @@ impl Server {
                 .ok_or_else(|| io::Error::other("set_auth: the verb table is shared"))?;
             crate::verbs::register_login(verbs).map_err(io::Error::from)?;
         }
+        check_verb_globs(&auth, &shared.verbs);
         shared.auth = Some(auth);
         Ok(())
     }
@@ -304,4 +308,14 @@ fn probes_for(protocols: &[Proto]) -> Probes {
         };
     }
     p
+}
+
+/// Let `auth` name the credentials file's verb globs that match no verb served (a typo
+/// grants or denies nothing, silently): warned now, and by every reload.
+fn check_verb_globs(auth: &crate::auth::Auth, verbs: &Arc<VerbTable>) {
+    let verbs = verbs.clone();
+    auth.know_verbs(move || verbs.names());
+    for warning in auth.unmatched_verb_globs() {
+        tracing::warn!("credentials file: {warning}");
+    }
 }

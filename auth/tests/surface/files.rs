@@ -62,7 +62,7 @@ fn an_empty_file_allows_nothing() {
     assert!(!auth.accepts_tokens());
     assert_eq!(
         auth.reload().map_err(|e| e.to_string()),
-        Ok(()),
+        Ok(Vec::new()),
         "nothing to reload"
     );
 }
@@ -232,4 +232,37 @@ async fn reload_swaps_the_policy_and_keeps_it_on_error() {
         "old policy stays"
     );
     assert!(auth.policy().has_user("alice"));
+}
+
+/// Issue 39 (smaller): a verb glob that matches no verb served is named with its
+/// place, at start ([`Auth::unmatched_verb_globs`]) and by every reload.
+#[test]
+fn globs_matching_no_verb_are_named_with_their_place() {
+    let dir = crate::scratch_dir();
+    let path = dir.join("creds.toml");
+    std::fs::write(
+        &path,
+        "anonymous = [\"ping\"]\n[users.alice]\nallow = [\"Vm.*\", \"echo\"]\ngroups = [\"ops\"]\n\
+         [groups.ops]\ndeny = [\"VM.destory\"]\n",
+    )
+    .unwrap();
+    let auth = Auth::from_file(&path).unwrap();
+    assert!(auth.unmatched_verb_globs().is_empty(), "no verbs known yet");
+    auth.know_verbs(|| {
+        ["ping", "echo", "VM.create", "VM.destroy"]
+            .map(String::from)
+            .to_vec()
+    });
+    assert_eq!(
+        auth.unmatched_verb_globs(),
+        [
+            "users.alice.allow[0] \"Vm.*\" matches no verb",
+            "groups.ops.deny[0] \"VM.destory\" matches no verb",
+        ]
+    );
+    std::fs::write(&path, "anonymous = [\"pong\", \"ping\"]\n").unwrap();
+    assert_eq!(
+        auth.reload().unwrap(),
+        ["anonymous[0] \"pong\" matches no verb"]
+    );
 }
