@@ -133,6 +133,17 @@ impl Close {
     }
 }
 
+/// Log that a stream connection closes for `why` (a protocol error, a failed STOMP
+/// login...): at most a few lines a second, however many connections a flood closes
+/// (each line says how many were not logged since the last).
+fn log_close(peer: &str, why: &str) {
+    static LINES: std::sync::LazyLock<crate::observe::log_budget::LogBudget> =
+        std::sync::LazyLock::new(crate::observe::log_budget::LogBudget::new);
+    if let Some(suppressed) = LINES.admit() {
+        tracing::info!(peer, reason = why, suppressed, "closing connection");
+    }
+}
+
 /// A stream protocol's half of the driver.
 pub(crate) trait Framer: Send {
     /// What a finished call yields (typically its encoded reply).
@@ -452,7 +463,7 @@ pub(crate) async fn drive<R, W, F>(
                 if let (Some(m), Some(limit)) = (&opts.metrics, limit) {
                     m.refused(limit);
                 }
-                tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
+                log_close(&opts.peer, &why);
                 reading = false;
             } else if !input.is_empty() && input.len() < before && out.pending() < opts.max_out {
                 // A message was taken and more input waits: go round again before reading
@@ -654,7 +665,7 @@ pub(crate) async fn drive<R, W, F>(
             }
             _ = ticker.tick(), if reading && tick_every.is_some() => {
                 if let Err(Close(why, _)) = framer.tick(last_input.elapsed(), &mut out) {
-                    tracing::info!(peer = %opts.peer, reason = %why, "closing connection");
+                    log_close(&opts.peer, &why);
                     reading = false;
                 }
             }
