@@ -11,17 +11,35 @@ pub struct EventsConfig {
     /// The engine that carries events between instances: `redis://HOST:PORT[/DB]`
     /// (feature `events-redis`, in the binary). Unset: in-process only.
     pub url: Option<String>,
-    /// The pub/sub channel every instance of one fleet publishes to and listens on;
+    /// The Redis stream (its key) every instance of one fleet appends to and reads;
     /// fleets sharing one Redis each take their own.
     pub channel: String,
-    /// Events waiting to be sent to the engine; past it new ones are not fanned out
-    /// (counted and logged; local subscribers still get them).
+    /// Events waiting to be sent to the engine (while it is away, too): past it new
+    /// ones are not fanned out (counted and logged; local subscribers still get them).
+    /// Also the most events kept to send again to a fresh engine (`resend_window`).
     pub queue: usize,
+    /// Bytes (encoded) the events waiting to be sent may take, and the events kept to
+    /// send again: past it, as past `queue`.
+    pub queue_bytes: usize,
+    /// Seconds of this instance's recent events kept to send again when the engine
+    /// comes back empty (a Redis restarted without persistence), so an event it took
+    /// but no other instance read yet is not lost.
+    pub resend_window: f64,
+    /// Entries the stream keeps, about (`XADD MAXLEN ~`): how far behind an instance
+    /// may fall, or how long it may be away, and still read every event.
+    pub max_len: usize,
     /// Bytes an encoded event may take on the channel, both ways: a bigger one is not
     /// sent, and one received is refused (counted and logged).
     pub max_message: usize,
     /// Seconds the reconnect backoff grows to at most (it starts at 0.1 s and doubles).
     pub reconnect_max: f64,
+    /// Recent events this instance keeps for subscribers that resume (`subscribe` with
+    /// `since`), at most; 0 keeps none.
+    pub retain: usize,
+    /// Bytes (in memory) the recent events kept may take.
+    pub retain_bytes: usize,
+    /// Seconds a recent event is kept.
+    pub retain_secs: f64,
 }
 
 impl Default for EventsConfig {
@@ -29,9 +47,15 @@ impl Default for EventsConfig {
         EventsConfig {
             url: None,
             channel: "rpcmux.events".into(),
-            queue: 4_096,
+            queue: 65_536,
+            queue_bytes: 64 << 20,
+            resend_window: 30.0,
+            max_len: 100_000,
             max_message: 1 << 20,
             reconnect_max: 5.0,
+            retain: 65_536,
+            retain_bytes: 64 << 20,
+            retain_secs: 300.0,
         }
     }
 }
@@ -39,6 +63,20 @@ impl Default for EventsConfig {
 impl EventsConfig {
     /// The `reconnect_max` field as a `Duration` (at least 0.1 s).
     pub fn reconnect_max(&self) -> Duration {
-        Duration::try_from_secs_f64(self.reconnect_max.max(0.1)).unwrap_or(Duration::MAX)
+        secs(self.reconnect_max.max(0.1))
     }
+
+    /// The `retain_secs` field as a `Duration` (0 or less: nothing is kept).
+    pub fn retain_for(&self) -> Duration {
+        secs(self.retain_secs.max(0.0))
+    }
+
+    /// The `resend_window` field as a `Duration` (0 or less: nothing is kept).
+    pub fn resend_window(&self) -> Duration {
+        secs(self.resend_window.max(0.0))
+    }
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX)
 }

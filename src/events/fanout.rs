@@ -1,39 +1,46 @@
 //! Fanning events out to the other instances of a fleet, whatever engine carries them.
 //!
 //! One forwarding task per server owns the engine's connection(s). The hub hands it
-//! each event published here through a bounded queue and has already delivered it to
-//! this instance's subscribers: local delivery never waits for the engine, nor stops
-//! when it is down. The task sends events in the order they were published (one task,
-//! batches sent in order), so every instance sees one publisher's events in its order.
-//! What the engine brings in is decoded ([`crate::events::wire`]) and delivered through the hub
-//! with the same matching, outboxes and slow-subscriber rule as a local publish; the
-//! instance's own events, echoed back, are skipped, so each subscriber gets each event
-//! exactly once.
+//! each event published here, with its id, through a bounded queue, and has already
+//! delivered it to this instance's subscribers: local delivery never waits for the
+//! engine, nor stops when it is down. The task encodes each event ([`wire`]) into its
+//! own queue of events waiting to be sent and sends them in the order of their ids (one
+//! task, batches sent in order), so every instance sees one publisher's events in its
+//! order. What the engine brings in is decoded and delivered through the hub with the
+//! same matching, outboxes and slow-subscriber rule as a local publish.
 //!
-//! Pub/sub is at-most-once across instances: while the engine is unreachable, events
-//! are delivered locally only, counted as not fanned out and logged (rate-limited);
-//! nothing is replayed after a reconnect. A receiver counts the gaps it sees in another
-//! instance's sequence numbers as missed.
+//! At-least-once on the wire, exactly once to subscribers:
 //!
-//! An engine plugs in by implementing [`Backend`] (connect and subscribe) with its
-//! [`Publisher`] and [`Incoming`] halves; this module does the rest.
+//! - **Engine away**: events published meanwhile wait (at most `queue` events and
+//!   `queue_bytes` bytes; past that new ones are not fanned out, counted and logged) and
+//!   are sent in order when it is back. A batch whose answer was lost is sent again.
+//! - **Engine back empty** (a Redis restarted without persistence: the engine's
+//!   [`Publisher::fresh`]): the events it took in the last `resend_window` (kept within
+//!   the same count and byte caps) are sent again before anything newer, so an event it
+//!   took but no instance read yet still reaches them.
+//! - **Receiving**: per publishing instance, an event whose sequence number is not past
+//!   the last one delivered from it is skipped (a duplicate, counted); a gap is counted
+//!   as missed and logged. The instance's own events, echoed back, are skipped.
+//!
+//! An engine plugs in by implementing [`Backend`] (connect) with its [`Publisher`] and
+//! [`Incoming`] halves; this module does the rest.
 
 use crate::config::EventsConfig;
 use crate::events::forward::{Forward, Stats, Throttle};
 use crate::events::{wire, Event, EventHub};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// An engine's error, as text for the log.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// A pub/sub engine: how to reach it and subscribe to the fleet's channel.
+/// An engine: how to reach it and read the fleet's events on it.
 pub(crate) trait Backend: Send + 'static {
     /// The sending half of one connection.
     type Publisher: Publisher;
@@ -41,33 +48,44 @@ pub(crate) trait Backend: Send + 'static {
     type Incoming: Incoming;
     /// The engine and its address for the log (no credentials).
     fn describe(&self) -> String;
-    /// Connect and subscribe to the channel; both halves are dropped together when
-    /// either fails, and this is called again after a backoff.
+    /// Connect, and start reading where the last connection stopped (or, on an engine
+    /// that lost what it held, from its start); both halves are dropped together when
+    /// either fails, and this is called again after a backoff. The engine may report
+    /// its lag in `stats`.
     fn connect(
         &mut self,
+        stats: &Arc<Stats>,
     ) -> impl Future<Output = Result<(Self::Publisher, Self::Incoming), BoxError>> + Send;
 }
 
 /// Sends encoded events to the channel.
 pub(crate) trait Publisher: Send + 'static {
+    /// Is this engine a fresh one, holding nothing of what was sent to the one before
+    /// (a Redis restarted without persistence)? The fan-out then sends its recent
+    /// events again.
+    fn fresh(&self) -> bool;
     /// Send `batch` in order; `Ok` once the engine has taken every message.
-    fn publish(&mut self, batch: &[Vec<u8>]) -> impl Future<Output = Result<(), BoxError>> + Send;
+    fn publish(&mut self, batch: &[&[u8]]) -> impl Future<Output = Result<(), BoxError>> + Send;
 }
 
 /// Receives what was published on the channel (this instance's own events included).
 pub(crate) trait Incoming: Send + 'static {
-    /// The next message; `None` once the connection is lost.
+    /// The next message; `None` once the connection is lost. Cancel-safe: a message is
+    /// read once it is returned, and the next connection goes on after it.
     fn next(&mut self) -> impl Future<Output = Option<Vec<u8>>> + Send;
 }
 
 /// Events taken from the queue and sent as one batch at most.
 const BATCH: usize = 256;
+/// The hub's queue into the task holds this many at most (the task drains it into its
+/// own, bounded by count and bytes, at once, connected or not).
+const HANDOFF: usize = 8_192;
 /// How long connecting and subscribing may take before it counts as a failure.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first reconnect delay; it doubles up to `reconnect_max`.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
-/// Other instances whose sequence numbers are tracked (for `missed`); past it the
-/// table starts over, so a fleet that churns instance ids cannot grow it.
+/// Other instances whose sequence numbers are tracked (for dedupe and `missed`); past
+/// it the table starts over, so a fleet that churns instance ids cannot grow it.
 const MAX_ORIGINS: usize = 1_024;
 
 /// Start forwarding `hub`'s events through `backend` until `stop`.
@@ -77,7 +95,7 @@ pub(crate) fn spawn<B: Backend>(
     backend: B,
     stop: CancellationToken,
 ) {
-    let (tx, rx) = mpsc::channel(config.queue.max(1));
+    let (tx, rx) = mpsc::channel(config.queue.clamp(1, HANDOFF));
     let stats = Arc::new(Stats::default());
     hub.set_forward(Forward {
         tx,
@@ -86,31 +104,85 @@ pub(crate) fn spawn<B: Backend>(
     });
     let task = Task {
         hub: hub.clone(),
+        instance: hub.instance(),
         rx,
         stats,
-        origin: random_u64(),
-        seq: 0,
         max_message: config.max_message,
+        caps: Caps {
+            events: config.queue.max(1),
+            bytes: config.queue_bytes.max(1),
+            age: config.resend_window(),
+        },
+        waiting: Queue::default(),
+        sent: Queue::default(),
         seen: HashMap::new(),
         refused_log: Throttle::default(),
         down_log: Throttle::default(),
+        full_log: Throttle::default(),
+        gap_log: Throttle::default(),
     };
     tokio::spawn(task.run(backend, Backoff::new(config.reconnect_max()), stop));
 }
 
+/// The bounds of the events waiting to be sent, and of those kept to send again.
+struct Caps {
+    events: usize,
+    bytes: usize,
+    /// How long a sent event is kept to send again.
+    age: Duration,
+}
+
+/// One encoded event.
+struct Out {
+    bytes: Vec<u8>,
+    /// When the task took it from the hub (a few milliseconds after it was published).
+    at: Instant,
+    /// Sent before: counted as resent, not sent, when the engine takes it.
+    again: bool,
+}
+
+/// Encoded events, oldest first, and the bytes they hold.
+#[derive(Default)]
+struct Queue {
+    items: VecDeque<Out>,
+    bytes: usize,
+}
+
+impl Queue {
+    fn push_back(&mut self, out: Out) {
+        self.bytes += out.bytes.len();
+        self.items.push_back(out);
+    }
+
+    fn pop_front(&mut self) -> Option<Out> {
+        let out = self.items.pop_front()?;
+        self.bytes -= out.bytes.len();
+        Some(out)
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
 struct Task {
     hub: Arc<EventHub>,
+    /// This instance's id, the origin of its events: skipped when they come back.
+    instance: u64,
     rx: mpsc::Receiver<Arc<Event>>,
     stats: Arc<Stats>,
-    /// This instance's id in the envelopes, to skip its own events coming back.
-    origin: u64,
-    /// Events this instance has taken to send.
-    seq: u64,
     max_message: usize,
-    /// The last sequence number seen from each other instance.
+    caps: Caps,
+    /// Encoded events waiting to be sent, in the order of their ids.
+    waiting: Queue,
+    /// Events the engine took in the last `caps.age`, to send again to a fresh one.
+    sent: Queue,
+    /// The last sequence number delivered from each other instance.
     seen: HashMap<u64, u64>,
     refused_log: Throttle,
     down_log: Throttle,
+    full_log: Throttle,
+    gap_log: Throttle,
 }
 
 impl Task {
@@ -121,18 +193,30 @@ impl Task {
         stop: CancellationToken,
     ) {
         let engine = backend.describe();
-        tracing::info!(engine, instance = self.origin, "events: fanning out");
+        tracing::info!(
+            engine,
+            instance = format_args!("{:016x}", self.instance),
+            "events: fanning out"
+        );
         loop {
             let connected = tokio::select! {
                 _ = stop.cancelled() => return,
-                r = tokio::time::timeout(CONNECT_TIMEOUT, backend.connect()) => r,
+                r = tokio::time::timeout(CONNECT_TIMEOUT, backend.connect(&self.stats)) => r,
             };
             let why = match connected {
                 Ok(Ok((publisher, incoming))) => {
                     self.stats.connects.fetch_add(1, Ordering::Relaxed);
                     self.stats.up.store(true, Ordering::Relaxed);
-                    tracing::info!(engine, "events: connected and subscribed");
                     backoff.reset();
+                    if publisher.fresh() {
+                        let n = self.resend_all();
+                        tracing::warn!(
+                            engine,
+                            resend = n,
+                            "events: the engine came back empty (restarted without persistence); sending this instance's recent events again and reading its stream from the start"
+                        );
+                    }
+                    tracing::info!(engine, waiting = self.waiting.len(), "events: connected");
                     let why = tokio::select! {
                         _ = stop.cancelled() => None,
                         why = self.session(publisher, incoming) => Some(why),
@@ -150,8 +234,9 @@ impl Task {
                     engine,
                     error = why,
                     retry_in = ?delay,
+                    waiting = self.waiting.len(),
                     more,
-                    "events: engine unreachable; events are delivered on this instance only until it is back"
+                    "events: engine unreachable; events are delivered on this instance and kept (bounded) to send when it is back"
                 );
             }
             if !self.wait_down(delay, &stop).await {
@@ -160,15 +245,16 @@ impl Task {
         }
     }
 
-    /// Connected: send what is queued, deliver what arrives, until the link fails.
+    /// Connected: send what waits, take what the hub queues, deliver what arrives,
+    /// until the link fails.
     async fn session<P: Publisher, I: Incoming>(
         &mut self,
         mut publisher: P,
         mut incoming: I,
     ) -> String {
         let mut batch = Vec::with_capacity(BATCH);
-        let mut wire = Vec::with_capacity(BATCH);
         loop {
+            // Unbiased: with all three ready, each gets its turn.
             tokio::select! {
                 msg = incoming.next() => match msg {
                     Some(m) => self.receive(&m),
@@ -178,28 +264,96 @@ impl Task {
                     if n == 0 {
                         return "hub gone".into();
                     }
-                    self.encode(&mut batch, &mut wire);
-                    if wire.is_empty() {
-                        continue;
+                    self.take(&mut batch);
+                }
+                () = std::future::ready(()), if self.waiting.len() > 0 => {
+                    if let Err(e) = self.send(&mut publisher).await {
+                        return e.to_string();
                     }
-                    let sent = publisher.publish(&wire).await;
-                    let n = wire.len() as u64;
-                    wire.clear();
-                    match sent {
-                        Ok(()) => self.stats.sent.fetch_add(n, Ordering::Relaxed),
-                        Err(e) => {
-                            self.stats.not_sent.fetch_add(n, Ordering::Relaxed);
-                            return e.to_string();
-                        }
-                    };
                 }
             }
         }
     }
 
-    /// Down for `delay`: events published meanwhile are counted as not fanned out
-    /// (delivering them after a reconnect would hand subscribers stale news out of
-    /// order with fresh). False when `stop` came.
+    /// Send the oldest waiting events (one batch); once the engine took them they are
+    /// kept to send again (see [`Task::keep`]). A failed batch stays first in line,
+    /// marked as sent before.
+    async fn send<P: Publisher>(&mut self, publisher: &mut P) -> Result<(), BoxError> {
+        let n = self.waiting.len().min(BATCH);
+        let batch: Vec<&[u8]> = self
+            .waiting
+            .items
+            .iter()
+            .take(n)
+            .map(|o| o.bytes.as_slice())
+            .collect();
+        if let Err(e) = publisher.publish(&batch).await {
+            for o in self.waiting.items.iter_mut().take(n) {
+                o.again = true;
+            }
+            return Err(e);
+        }
+        for _ in 0..n {
+            let Some(out) = self.waiting.pop_front() else {
+                break;
+            };
+            let counter = if out.again {
+                &self.stats.resent
+            } else {
+                &self.stats.sent
+            };
+            counter.fetch_add(1, Ordering::Relaxed);
+            self.keep(out);
+        }
+        self.stats
+            .waiting
+            .store(self.waiting.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Keep an event the engine took, for `caps.age`, within the caps (the oldest go).
+    fn keep(&mut self, out: Out) {
+        if self.caps.age.is_zero() {
+            return;
+        }
+        self.sent.push_back(out);
+        while self.sent.len() > self.caps.events || self.sent.bytes > self.caps.bytes {
+            self.sent.pop_front();
+        }
+        self.expire();
+    }
+
+    /// Forget kept events older than `caps.age`.
+    fn expire(&mut self) {
+        while self
+            .sent
+            .items
+            .front()
+            .is_some_and(|o| o.at.elapsed() > self.caps.age)
+        {
+            self.sent.pop_front();
+        }
+    }
+
+    /// The engine lost what it held: put every kept event back in line, before what
+    /// waits (they are older). Returns how many.
+    fn resend_all(&mut self) -> usize {
+        self.expire();
+        let n = self.sent.len();
+        while let Some(mut out) = self.sent.items.pop_back() {
+            out.again = true;
+            self.waiting.bytes += out.bytes.len();
+            self.waiting.items.push_front(out);
+        }
+        self.sent.bytes = 0;
+        self.stats
+            .waiting
+            .store(self.waiting.len() as u64, Ordering::Relaxed);
+        n
+    }
+
+    /// Down for `delay`: events published meanwhile wait to be sent when the engine is
+    /// back. False when `stop` came.
     async fn wait_down(&mut self, delay: Duration, stop: &CancellationToken) -> bool {
         let until = tokio::time::Instant::now() + delay;
         let mut batch = Vec::with_capacity(BATCH);
@@ -211,26 +365,47 @@ impl Task {
                     if n == 0 {
                         return false;
                     }
-                    self.seq += n as u64;
-                    self.stats.not_sent.fetch_add(n as u64, Ordering::Relaxed);
-                    batch.clear();
+                    self.take(&mut batch);
                 }
             }
         }
     }
 
-    /// Encode `batch` into `wire` (emptying `batch`); an event over `max_message` is
-    /// not sent.
-    fn encode(&mut self, batch: &mut Vec<Arc<Event>>, wire: &mut Vec<Vec<u8>>) {
+    /// Encode `batch` (emptying it) into the events waiting to be sent; an event over
+    /// `max_message`, or past the caps, is not fanned out.
+    fn take(&mut self, batch: &mut Vec<Arc<Event>>) {
+        let now = Instant::now();
         for event in batch.drain(..) {
-            self.seq += 1;
-            let mut out = Vec::new();
-            let why = match wire::encode(&mut out, self.origin, self.seq, &event) {
-                Ok(()) if out.len() <= self.max_message => {
-                    wire.push(out);
+            let mut bytes = Vec::new();
+            let why = match wire::encode(&mut bytes, &event) {
+                Ok(()) if bytes.len() > self.max_message => {
+                    format!("{} bytes, over [events] max_message", bytes.len())
+                }
+                Ok(())
+                    if self.waiting.len() >= self.caps.events
+                        || self.waiting.bytes + bytes.len() > self.caps.bytes =>
+                {
+                    self.stats.not_sent.fetch_add(1, Ordering::Relaxed);
+                    if let Some(more) = self.full_log.allow() {
+                        tracing::warn!(
+                            event = event.name,
+                            id = %event.id(),
+                            waiting = self.waiting.len(),
+                            bytes = self.waiting.bytes,
+                            more,
+                            "events: too many events waiting for the engine ([events] queue, queue_bytes); event delivered on this instance only"
+                        );
+                    }
                     continue;
                 }
-                Ok(()) => format!("{} bytes, over [events] max_message", out.len()),
+                Ok(()) => {
+                    self.waiting.push_back(Out {
+                        bytes,
+                        at: now,
+                        again: false,
+                    });
+                    continue;
+                }
                 Err(e) => e,
             };
             self.stats.not_sent.fetch_add(1, Ordering::Relaxed);
@@ -243,12 +418,16 @@ impl Task {
                 );
             }
         }
+        self.stats
+            .waiting
+            .store(self.waiting.len() as u64, Ordering::Relaxed);
     }
 
-    /// A message from the channel: another instance's event, our own echo, or junk.
+    /// A message from the channel: another instance's event, our own echo, one
+    /// delivered already, or junk.
     fn receive(&mut self, msg: &[u8]) {
-        let env = match wire::decode(msg, self.max_message) {
-            Ok(env) => env,
+        let event = match wire::decode(msg, self.max_message) {
+            Ok(event) => event,
             Err(why) => {
                 self.stats.refused.fetch_add(1, Ordering::Relaxed);
                 if let Some(more) = self.refused_log.allow() {
@@ -261,22 +440,37 @@ impl Task {
                 return;
             }
         };
-        if env.origin == self.origin {
+        let id = event.id();
+        if id.origin == self.instance {
             return; // delivered locally when it was published
         }
-        if self.seen.len() >= MAX_ORIGINS && !self.seen.contains_key(&env.origin) {
+        if self.seen.len() >= MAX_ORIGINS && !self.seen.contains_key(&id.origin) {
             self.seen.clear();
         }
-        let last = self.seen.insert(env.origin, env.seq);
-        if let Some(last) = last {
-            if env.seq > last + 1 {
-                self.stats
-                    .missed
-                    .fetch_add(env.seq - last - 1, Ordering::Relaxed);
+        match self.seen.get(&id.origin) {
+            Some(&last) if id.seq <= last => {
+                self.stats.duplicate.fetch_add(1, Ordering::Relaxed);
+                return;
             }
+            Some(&last) if id.seq > last + 1 => {
+                let gap = id.seq - last - 1;
+                self.stats.missed.fetch_add(gap, Ordering::Relaxed);
+                if let Some(more) = self.gap_log.allow() {
+                    tracing::warn!(
+                        origin = format_args!("{:016x}", id.origin),
+                        after = last,
+                        next = id.seq,
+                        missed = gap,
+                        more,
+                        "events: another instance's events never arrived (its queue overflowed, or the stream was trimmed past them)"
+                    );
+                }
+            }
+            _ => {}
         }
+        self.seen.insert(id.origin, id.seq);
         self.stats.received.fetch_add(1, Ordering::Relaxed);
-        self.hub.deliver(&Arc::new(env.event));
+        self.hub.deliver(&Arc::new(event));
     }
 }
 
@@ -307,8 +501,8 @@ impl Backoff {
     }
 }
 
-/// A random u64 from the standard library's per-process random hash keys: enough for an
-/// instance id and backoff jitter without a dependency for it.
+/// A random u64 from the standard library's per-process random hash keys: enough for
+/// backoff jitter without a dependency for it.
 fn random_u64() -> u64 {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(

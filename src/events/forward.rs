@@ -14,15 +14,25 @@ use tokio::sync::mpsc::error::TrySendError;
 pub(crate) struct Stats {
     /// Events sent to the engine.
     pub sent: AtomicU64,
-    /// Events published here that did not reach the engine (down, queue full, too big,
-    /// or a send that failed).
+    /// Events published here that will not reach the engine: the queue to it full
+    /// (`queue`, `queue_bytes`: a long outage), or too big.
     pub not_sent: AtomicU64,
+    /// Events sent again: to an engine that came back empty (from the resend window),
+    /// or after a send whose answer was lost.
+    pub resent: AtomicU64,
     /// Events from other instances delivered here.
     pub received: AtomicU64,
+    /// Events from other instances received again and skipped (already delivered).
+    pub duplicate: AtomicU64,
     /// Messages on the channel that were not a valid envelope.
     pub refused: AtomicU64,
     /// Events of other instances that never arrived (gaps in their sequence numbers).
     pub missed: AtomicU64,
+    /// Events waiting to be sent now.
+    pub waiting: AtomicU64,
+    /// Entries of the stream this instance has not read yet (sampled about once a
+    /// second).
+    pub lag: AtomicU64,
     /// Connections made to the engine, the first included.
     pub connects: AtomicU64,
     /// Connected and subscribed now.
@@ -39,7 +49,7 @@ pub(crate) struct Forward {
 
 impl Forward {
     /// Queue an event already delivered locally. Never waits: with the queue full the
-    /// event is counted as not fanned out.
+    /// event is counted as not fanned out (the other instances see a gap).
     pub fn send(&self, event: Arc<Event>) {
         if let Err(e) = self.tx.try_send(event) {
             self.stats.not_sent.fetch_add(1, Ordering::Relaxed);

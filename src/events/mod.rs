@@ -7,7 +7,7 @@
 //!   bounded outgoing queue, the instance id, capped backoff, the counters, and the
 //!   [`Backend`](fanout::Backend) trait one engine implements.
 //! - [`wire`]: the envelope an event travels in between instances.
-//! - `redis`: Redis pub/sub as a backend (feature `events-redis`).
+//! - `redis`: a Redis stream as a backend (feature `events-redis`).
 //!
 //! Transports only ever see the hub: a backend feeds the hub what other instances
 //! published, so adding one (NATS, a STOMP broker) touches none of them
@@ -53,7 +53,7 @@ pub(crate) fn start(
         "redis" => {
             #[cfg(feature = "events-redis")]
             {
-                let backend = redis::RedisBackend::new(url, &config.channel, config.queue)
+                let backend = redis::RedisBackend::new(url, &config.channel, config.max_len)
                     .map_err(|e| invalid(format!("[events] url {url:?}: {e}")))?;
                 fanout::spawn(hub, config, backend, stop);
                 Ok(())

@@ -3,10 +3,11 @@
 //!
 //! - `version` (1) lets a later rpcmux change the layout and an older one refuse it
 //!   rather than misread it;
-//! - `origin` is the publishing instance's id: an instance skips its own events when the
-//!   engine echoes them back (it delivered them locally already);
-//! - `seq` counts that instance's publishes, so a receiver can tell events that never
-//!   reached it (pub/sub is at-most-once) from events that were never sent;
+//! - `origin` and `seq` are the event's id ([`EventId`], given by the publishing
+//!   instance's hub): an instance skips its own events when the engine echoes them back
+//!   (it delivered them locally already), skips an event it has already delivered (the
+//!   fan-out sends again after a broker restart: at-least-once on the wire), and counts
+//!   a gap in one origin's sequence numbers as events it missed;
 //! - `params` is the event's struct, `notify_time` included, so every instance hands
 //!   subscribers the same values, timestamp and all.
 //!
@@ -16,7 +17,7 @@
 //! Redis can publish), so decoding checks the size first, caps nesting, and refuses a
 //! wrong shape, version or trailing bytes.
 
-use crate::events::Event;
+use crate::events::{Event, EventId};
 use rpcmux_value::Value;
 
 /// The layout written, and the only one read.
@@ -25,33 +26,21 @@ pub(crate) const VERSION: u64 = 1;
 /// Containers an envelope's params may nest (the msgpack-rpc codec's default).
 pub(crate) const MAX_DEPTH: usize = rpcmux_msgpack_rpc::Limits::DEFAULT_MAX_DEPTH;
 
-/// An event as received from another instance.
-#[derive(Debug, PartialEq)]
-pub(crate) struct Envelope {
-    pub origin: u64,
-    pub seq: u64,
-    pub event: Event,
-}
-
-/// Encode `event` as published by `origin` (its `seq`-th event) into `out`.
-pub(crate) fn encode(
-    out: &mut Vec<u8>,
-    origin: u64,
-    seq: u64,
-    event: &Event,
-) -> Result<(), String> {
+/// Encode `event`, with its id, into `out`.
+pub(crate) fn encode(out: &mut Vec<u8>, event: &Event) -> Result<(), String> {
     use rmp::encode as enc;
+    let id = event.id();
     // Writing into a Vec cannot fail; only a value the model cannot hold can.
     let _ = enc::write_array_len(out, 5);
     let _ = enc::write_uint(out, VERSION);
-    let _ = enc::write_uint(out, origin);
-    let _ = enc::write_uint(out, seq);
+    let _ = enc::write_uint(out, id.origin);
+    let _ = enc::write_uint(out, id.seq);
     let _ = enc::write_str(out, &event.name);
     rpcmux_msgpack_rpc::write_value(out, &event.params).map_err(|e| e.to_string())
 }
 
-/// Decode an envelope of at most `max` bytes.
-pub(crate) fn decode(buf: &[u8], max: usize) -> Result<Envelope, String> {
+/// Decode an envelope of at most `max` bytes: the event, with its id.
+pub(crate) fn decode(buf: &[u8], max: usize) -> Result<Event, String> {
     use rmp::decode as dec;
     if buf.len() > max {
         return Err(format!("{} bytes, over max_message ({max})", buf.len()));
@@ -81,11 +70,7 @@ pub(crate) fn decode(buf: &[u8], max: usize) -> Result<Envelope, String> {
     if !matches!(params, Value::Struct(_)) {
         return Err(format!("params is {}, not a struct", params.type_name()));
     }
-    Ok(Envelope {
-        origin,
-        seq,
-        event: Event::new(name, params),
-    })
+    Ok(Event::new(name, params).with_id(EventId { origin, seq }))
 }
 
 #[cfg(test)]
@@ -108,17 +93,22 @@ mod tests {
 
     fn encoded(origin: u64, seq: u64) -> Vec<u8> {
         let mut out = Vec::new();
-        encode(&mut out, origin, seq, &event()).unwrap();
+        encode(&mut out, &event().with_id(EventId { origin, seq })).unwrap();
         out
     }
 
     #[test]
     fn round_trips_every_value_exactly() {
         let buf = encoded(u64::MAX, 7);
-        let env = decode(&buf, 1 << 20).unwrap();
-        assert_eq!(env.origin, u64::MAX);
-        assert_eq!(env.seq, 7);
-        assert_eq!(env.event, event());
+        let got = decode(&buf, 1 << 20).unwrap();
+        assert_eq!(
+            got.id(),
+            EventId {
+                origin: u64::MAX,
+                seq: 7
+            }
+        );
+        assert_eq!(got, event());
     }
 
     #[test]

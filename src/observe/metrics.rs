@@ -95,6 +95,8 @@ pub(crate) struct Metrics {
     fanout: Family<OutcomeLabel, Counter>,
     backend_connects: Counter,
     backend_up: Gauge,
+    fanout_waiting: Gauge,
+    stream_lag: Gauge,
     pub bytes_in: Family<ProtocolLabel, Counter>,
     pub bytes_out: Family<ProtocolLabel, Counter>,
     /// The `code` label values in use.
@@ -146,6 +148,8 @@ impl Metrics {
             fanout: Family::default(),
             backend_connects: Counter::default(),
             backend_up: Gauge::default(),
+            fanout_waiting: Gauge::default(),
+            stream_lag: Gauge::default(),
             bytes_in: Family::default(),
             bytes_out: Family::default(),
             codes: Default::default(),
@@ -224,7 +228,7 @@ impl Metrics {
         );
         r.register(
             "events_fanout",
-            "Events across instances ([events] url): sent to the engine, not_sent (engine down, queue full, too big), received from other instances, refused (not a valid envelope), missed (gaps in another instance's sequence)",
+            "Events across instances ([events] url): sent to the engine, resent (to an engine that came back empty, or after a lost answer), not_sent (queue full during an outage, too big), received from other instances, duplicate (received again, skipped), refused (not a valid envelope), missed (gaps in another instance's sequence)",
             m.fanout.clone(),
         );
         r.register(
@@ -236,6 +240,16 @@ impl Metrics {
             "events_backend_up",
             "1 while connected and subscribed to the events engine",
             m.backend_up.clone(),
+        );
+        r.register(
+            "events_fanout_waiting",
+            "Events published here waiting to be sent to the events engine",
+            m.fanout_waiting.clone(),
+        );
+        r.register(
+            "events_stream_lag",
+            "Entries of the fleet's event stream this instance has not read yet",
+            m.stream_lag.clone(),
         );
         r.register_with_unit(
             "received",
@@ -323,8 +337,10 @@ impl Metrics {
         if let Some(f) = hub.fanout_stats() {
             for (outcome, n) in [
                 ("sent", &f.sent),
+                ("resent", &f.resent),
                 ("not_sent", &f.not_sent),
                 ("received", &f.received),
+                ("duplicate", &f.duplicate),
                 ("refused", &f.refused),
                 ("missed", &f.missed),
             ] {
@@ -337,6 +353,9 @@ impl Metrics {
                 .inner()
                 .store(f.connects.load(Ordering::Relaxed), Ordering::Relaxed);
             self.backend_up.set(f.up.load(Ordering::Relaxed) as i64);
+            self.fanout_waiting
+                .set(f.waiting.load(Ordering::Relaxed) as i64);
+            self.stream_lag.set(f.lag.load(Ordering::Relaxed) as i64);
         }
     }
 
