@@ -8,7 +8,7 @@
 
 use clap::Args;
 use rpcmux::client::{Client, ClientError, ClientProto, ConnectOpts};
-use rpcmux::{Map, Params, Value};
+use rpcmux::{Map, Params, RpcError, Value};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +56,9 @@ pub fn run(a: CallArgs) -> ExitCode {
                 Ok(rt) => rt,
                 Err(e) => return fail(&format!("cannot start runtime: {e}")),
             };
-            rt.block_on(call(proto, &addr, opts, &a.method, params))
+            // Params guessed from the command line's words, not given as JSON (-f).
+            let guessed = a.file.is_none() && !a.args.is_empty();
+            rt.block_on(call(proto, &addr, opts, &a.method, params, guessed))
         }
         Err(e) => fail(&e),
     }
@@ -68,6 +70,7 @@ async fn call(
     opts: ConnectOpts,
     method: &str,
     params: Params,
+    guessed: bool,
 ) -> ExitCode {
     let tls = opts.tls.as_ref().map(|t| t.client_cert.is_some());
     let client = match Client::connect(proto, addr, opts).await {
@@ -87,6 +90,9 @@ async fn call(
             if e.code == rpcmux::codes::ERR_NOT_AUTHENTICATED {
                 eprintln!("rpcmux call: log in with {LOGIN_FLAGS}");
             }
+            if e.code == RpcError::INVALID_PARAMS && guessed {
+                eprintln!("rpcmux call: {GUESSED}");
+            }
             ExitCode::from(1)
         }
         Err(e) => fail(&explain(&e, proto, tls)),
@@ -97,7 +103,8 @@ async fn call(
 /// closed connection or a TLS alert where the server's log names the cause. `tls` is
 /// `Some(has a client certificate)` when the call went over TLS.
 fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
-    let text = e.to_string();
+    // An HTTP error body's own newline would leave an empty line before the hint.
+    let text = e.to_string().trim_end().to_owned();
     let alert = |name: &str| text.contains(&format!("alert: {name}"));
     let closed = matches!(e, ClientError::Closed(_) | ClientError::NotSent(_))
         || matches!(e, ClientError::Connect(m) if m.contains("closed"));
@@ -156,6 +163,11 @@ fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
     };
     format!("{text}\nrpcmux call: probably {hint}")
 }
+
+/// Why params read from the command line may not be what was meant, for a -32602.
+const GUESSED: &str = "each argument was read as JSON where it parses (123 a number, true \
+    a boolean) and NAME=VALUE as a named param: quote a string as '\"123\"', or give the \
+    params as JSON with -f FILE (- for stdin)";
 
 /// How to give credentials, for the hints.
 const LOGIN_FLAGS: &str =

@@ -34,7 +34,9 @@ pub fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
             Ok(vstruct! {
                 "peer" => ctx.client().map(|p| p.to_string()),
                 "identity" => ctx.peer_identity.as_deref(),
-                "principal" => ctx.principal().as_deref(),
+                // Who --auth says, as the help says: without it, nil (the certificate's
+                // name is `identity`, which `CallContext::principal` falls back to).
+                "principal" => ctx.caller.is_some().then(|| ctx.principal()).flatten().as_deref(),
                 "protocol" => ctx.protocol,
             })
         })?;

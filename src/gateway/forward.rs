@@ -395,15 +395,18 @@ impl Upstream {
                 }
                 Err(Failure::Bad(err)) if refusal_status(&err, auth.is_some()).is_some() => {
                     let status = refusal_status(&err, auth.is_some()).unwrap_or_default();
+                    // An upstream without a prefix is named by its URL: not twice.
+                    let url = e.url.to_string();
+                    let who = if self.name == url {
+                        format!("upstream {url}")
+                    } else {
+                        format!("upstream {} ({url})", self.name)
+                    };
                     let message = match auth {
-                        Some(_) => format!(
-                            "upstream {} ({}) refused our credentials (HTTP {status})",
-                            self.name, e.url
-                        ),
+                        Some(_) => format!("{who} refused our credentials (HTTP {status})"),
                         None => format!(
-                            "upstream {} ({}) asks for credentials (HTTP {status}): set \
-                             username and password, or token, in its [[upstream]] table",
-                            self.name, e.url
+                            "{who} asks for credentials (HTTP {status}): set username and \
+                             password, or token, in its [[upstream]] table"
                         ),
                     };
                     return Err(RpcError::new(ERR_UPSTREAM_BAD_REPLY, message));

@@ -287,7 +287,7 @@ pub(super) async fn route(
             tracing::info!(peer = %info.peer, origin = %o, "origin not allowed; answering 403");
             return text(
                 StatusCode::FORBIDDEN,
-                "origin not allowed (see [web] allowed_origins)\n",
+                "origin not allowed (see --allow-origin, [web] allowed_origins)\n",
             );
         }
     }

@@ -197,6 +197,14 @@ async fn supervisord_refusing_stops_the_startup_with_a_clear_message() {
         )),
         "{line}"
     );
+    // Without a prefix the upstream is named by its URL, once.
+    let (line, _) = failed_start(&["--upstream", &shown]);
+    assert!(
+        line.starts_with(&format!(
+            "rpcmux: upstream {shown} asks for credentials (HTTP 401 Unauthorized): set username and password"
+        )),
+        "{line}"
+    );
 
     let conf = config_file(&format!(
         "[[upstream]]\nurl = \"{shown}\"\nprefix = \"sv\"\nusername = \"admin\"\n\

@@ -188,6 +188,8 @@ fn mutual_tls_gives_verbs_the_identity_and_refuses_clients_without_a_good_cert()
     for cmd in ["https", "tcp", "xmlrpc", "msgpack"] {
         let out = py(&srv, &pki, &[cmd], &strs(&good));
         assert_eq!(out["whoami"]["identity"], CLIENT_CN, "{cmd}: {out}");
+        // Without --auth there is no principal: the name is the identity only.
+        assert!(out["whoami"]["principal"].is_null(), "{cmd}: {out}");
     }
     let out = py(&srv, &pki, &["refused"], &[]);
     assert!(out["refused"].is_string(), "{out}");

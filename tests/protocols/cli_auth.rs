@@ -118,6 +118,7 @@ fn refused(out: &Output, what: &str, secrets: &[&str]) {
         "login failed",
     ];
     assert!(why.iter().any(|w| err.contains(w)), "{what}: {err}");
+    assert!(!err.contains("\n\n"), "{what}: an empty line: {err}");
     for s in secrets {
         assert!(!err.contains(s), "{what}: a secret in the output: {err}");
     }

@@ -610,6 +610,28 @@ fn call_errors_name_their_probable_cause() {
     }
     let out = rpcmux(&["call", &format!("ws://{plain_addr}/"), "whoami"], None);
     assert_eq!(result(&out, "ws whoami")["protocol"], "jsonrpc-ws");
+    // Arguments guessed as JSON (123 a number): a -32602 adds one line on quoting and -f.
+    let out = rpcmux(&["call", &plain_addr, "VM.getStats", "123"], None);
+    let e = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    let lines: Vec<_> = e.lines().collect();
+    assert_eq!(lines.len(), 2, "{e}");
+    assert!(lines[0].starts_with("error -32602: "), "{e}");
+    assert!(
+        lines[1].contains(r#"quote a string as '"123"'"#) && lines[1].contains("-f FILE"),
+        "{e}"
+    );
+    // Params given as JSON were meant as written: no hint.
+    let out = rpcmux(
+        &["call", "-f", "-", &plain_addr, "VM.getStats"],
+        Some("[123]"),
+    );
+    assert_eq!(
+        text(&out.stderr).lines().count(),
+        1,
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// A taken address is named, with what to do about it.

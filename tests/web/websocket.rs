@@ -175,6 +175,10 @@ fn foreign_origins_are_refused_unless_allowed() {
     let create = r#"{"jsonrpc":"2.0","method":"VM.create","params":["csrf","n",1],"id":1}"#;
     let r = raw_http(srv.addr, &post(create, "Origin: https://evil.example\r\n"));
     assert!(r.starts_with("HTTP/1.1 403"), "{r}");
+    assert!(
+        r.ends_with("origin not allowed (see --allow-origin, [web] allowed_origins)\n"),
+        "the body names the flag and the setting: {r}"
+    );
     let list = r#"{"jsonrpc":"2.0","method":"Host.getVMList","id":2}"#;
     let r = raw_http(srv.addr, &post(list, ""));
     assert!(
