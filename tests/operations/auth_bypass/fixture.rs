@@ -41,6 +41,7 @@ deny = ["vault.open", "up.learn"]
 events = ["|virt|*"]
 [jwt]
 hs256_secret_file = "jwt.hex"
+leeway = 0
 "#
     );
     // The test PKI's client certificate: staff, proved by TLS alone.
@@ -186,6 +187,14 @@ fn verbs(opened: &Arc<AtomicU64>, touched: &Arc<AtomicU64>) -> VerbTable {
     t.alias("open", "vault.open").unwrap();
     t.alias("touch", "vault.touch").unwrap();
     t
+}
+
+/// A token for alice that holds `secs` more seconds (no leeway: `[jwt] leeway = 0`),
+/// minted as [`tokens`] are.
+pub fn alice_token_for(secs: i64) -> String {
+    run_py("hs256_token.py", &[SECRET, "alice", &secs.to_string()])
+        .trim()
+        .to_owned()
 }
 
 /// Alice's tokens, minted by tests/python/hs256_token.py (the standard library's hmac,

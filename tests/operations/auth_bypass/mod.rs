@@ -646,6 +646,58 @@ fn wrong_passwords_run_nothing() {
     matrix(Attack::WrongPassword);
 }
 
+/// Issue 39, finding 7: a token that expires while its session is open names nobody
+/// from then on, on every protocol: the session that logged in with it (or the HTTP
+/// keep-alive connection that sent it, remembered) runs nothing more as alice, and
+/// `whoami` no longer names her. One sleep for all protocols: each logs in with a
+/// token that holds a few seconds, is checked to work, then after its `exp`.
+#[test]
+fn expired_tokens_name_nobody_on_every_protocol() {
+    let fx = Fixture::start("expired");
+    // Long enough for seven logins and control calls on a slow machine.
+    const HOLDS: i64 = 6;
+    let token = fixture::alice_token_for(HOLDS);
+    let expires = std::time::Instant::now() + std::time::Duration::from_secs(HOLDS as u64);
+    let mut wires = Vec::new();
+    for (p, &proto) in Proto::ALL.iter().enumerate() {
+        let from = IpAddr::V4(Ipv4Addr::new(127, 0, 1 + p as u8, 200));
+        let o = wire::open(proto, fx.addr, from, &Creds::Token(token.clone()));
+        o.login
+            .unwrap_or_else(|e| panic!("{}: control: the token was refused: {e}", proto.name()));
+        let mut w = o.wire;
+        let who = w.call("whoami", json!([]));
+        let who = ran("control: whoami", &who).unwrap_or_else(|e| panic!("{}: {e}", proto.name()));
+        assert_eq!(who["principal"], "alice", "{}: {who}", proto.name());
+        wires.push((proto, w));
+    }
+    assert!(
+        std::time::Instant::now() < expires,
+        "the logins took longer than the token holds: raise HOLDS"
+    );
+    // Past exp, by a second (the server reads the clock; no leeway).
+    std::thread::sleep(expires - std::time::Instant::now() + std::time::Duration::from_secs(1));
+    let touched = fx.touched();
+    let mut failed = Vec::new();
+    for (proto, w) in &mut wires {
+        let a = w.call("vault.touch", json!([]));
+        if let Err(e) = refused_somehow("vault.touch past exp", &a) {
+            failed.push(format!("{}: {e}", proto.name()));
+        }
+        match w.call("whoami", json!([])) {
+            Answer::Ok(v) if v["principal"] == "alice" => {
+                failed.push(format!("{}: whoami past exp: {v}", proto.name()))
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "an expired token still named alice:\n{}",
+        failed.join("\n")
+    );
+    assert_eq!(fx.touched(), touched, "vault.touch ran past exp");
+}
+
 #[test]
 fn bad_tokens_run_nothing() {
     matrix(Attack::BadToken);
