@@ -151,3 +151,42 @@ fn haproxy_drains_an_instance_without_a_failed_call() {
     }
     assert!(b.log().contains("draining"), "{}", b.log());
 }
+
+/// docs/haproxy.cfg as pasted runs under a common default file-descriptor limit (soft
+/// 1024, hard 4096): HAProxy wants about two per connection, and its `maxconn 20000`
+/// asked for 40,022, so it would not start ("Cannot raise FD limit").
+#[test]
+fn the_sample_config_starts_under_a_default_fd_limit() {
+    let (http, streams, backend) = (free_port(), free_port(), free_port());
+    // Loopback only: the sample's instances and ports become unused local ones.
+    let cfg = std::fs::read_to_string(common::repo().join("docs/haproxy.cfg"))
+        .unwrap()
+        .replace("bind :8080", &format!("bind 127.0.0.1:{http}"))
+        .replace("bind :8081", &format!("bind 127.0.0.1:{streams}"))
+        .replace("10.0.0.11:54321", &format!("127.0.0.1:{backend}"))
+        .replace("10.0.0.12:54321", &format!("127.0.0.1:{backend}"));
+    assert!(!cfg.contains("10.0.0."), "{cfg}");
+    let dir = common::temp_dir("haproxy-sample");
+    let path = dir.join("haproxy.cfg");
+    std::fs::write(&path, cfg).unwrap();
+    let mut child = Command::new("prlimit")
+        .args(["--nofile=1024:4096", "haproxy", "-db", "-f"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("prlimit (util-linux) and haproxy must be installed");
+    let end = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", http)).is_err() {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("haproxy exited ({status}) with the sample config: {err}");
+        }
+        assert!(Instant::now() < end, "haproxy did not bind {http}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
