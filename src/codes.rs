@@ -28,6 +28,10 @@ pub const ERR_BUSY: i64 = -32005;
 /// Code of the error that replaces a big reply while the output budget is spent.
 pub const ERR_OUTPUT_FULL: i64 = -32006;
 
+/// `subscribe`'s `since` names an event older than the events retained (or one this
+/// instance never had): the message names the oldest retained id.
+pub const ERR_SINCE_TOO_OLD: i64 = -32007;
+
 /// The call needs credentials and came without (or with credentials that no longer
 /// hold, such as an expired token): nothing ran. Log in (HTTP `Authorization`, STOMP
 /// `login`/`passcode`, `rpc.login`) and call again.

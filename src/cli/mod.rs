@@ -6,7 +6,6 @@ mod call;
 mod credential_args;
 mod log;
 mod no_echo;
-mod no_echo;
 mod ops;
 mod passwd;
 mod serve;

@@ -348,8 +348,6 @@ impl ServeArgs {
                     Config::from_toml(&text).map_err(|e| format!("{}: {e}", path.display()))?;
                 // Relative paths in the file are beside it (docs/config.md).
                 c.paths_beside(path.parent().unwrap_or(std::path::Path::new(".")));
-                // Relative paths in the file are beside it (docs/config.md).
-                c.paths_beside(path.parent().unwrap_or(std::path::Path::new(".")));
                 let keys = text.parse::<toml::Table>().unwrap_or_default();
                 // The library's default is no demo; the binary's is the demo, unless the
                 // file says `demo = false`.

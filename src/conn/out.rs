@@ -91,9 +91,9 @@ impl Out {
 
     /// Append an encoded reply: moved as a chunk when big (cut to its length first: a
     /// buffer grown by doubling holds up to twice what it is charged for), else copied.
-    pub(crate) fn put_owned(&mut self, body: impl Into<Vec<u8>> + AsRef<[u8]>) {
+    pub(crate) fn put_owned(&mut self, body: impl Reply) {
         if body.as_ref().len() >= MOVE_AT {
-            self.push(cut_to_length(body.into()).into(), false);
+            self.push(body.into_exact(), false);
         } else {
             self.buf.extend_from_slice(body.as_ref());
         }
@@ -182,6 +182,31 @@ impl Out {
         debug_assert!(self.is_done());
         self.buf = BytesMut::new();
         self.chunks = VecDeque::new();
+    }
+}
+
+/// An encoded reply moved into an [`Out`]: as `Bytes` holding no more than its length.
+pub(crate) trait Reply: AsRef<[u8]> {
+    fn into_exact(self) -> Bytes;
+}
+
+impl Reply for Vec<u8> {
+    fn into_exact(self) -> Bytes {
+        cut_to_length(self).into()
+    }
+}
+
+impl Reply for bytes::BytesMut {
+    fn into_exact(self) -> Bytes {
+        // A `BytesMut` that owns its buffer becomes a `Vec` without a copy.
+        cut_to_length(self.into()).into()
+    }
+}
+
+impl Reply for Bytes {
+    /// Already shared (a STOMP body sent to several subscriptions): not copied.
+    fn into_exact(self) -> Bytes {
+        self
     }
 }
 

@@ -1,9 +1,10 @@
 //! One event, and its encodings made once and shared by every subscriber.
 
 use crate::conn::budget::{Budget, Charge};
+use crate::events::EventId;
 use bytes::Bytes;
 use rpcmux_value::Value;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// One event, shared by every subscriber that receives it.
 #[derive(Debug, Clone)]
@@ -12,21 +13,35 @@ pub struct Event {
     pub name: String,
     /// A struct of event data; carries `notify_time` (ms since epoch), as VDSM sends.
     pub params: Value,
+    /// Its id, once published (the default, zero, before).
+    id: EventId,
+    /// The memory the event holds, about (see [`weight`]).
+    size: usize,
+    /// While outboxes hold it: its encodings and its charge. Shared by clones.
+    held: Arc<Mutex<Hold>>,
+}
+
+/// What an event holds while it waits in outboxes (see `events::outbox`), given back
+/// when the last lets go: the retention window keeps only the event itself (its own
+/// bound counts that), not its encodings nor a share of the output budget.
+#[derive(Debug, Default)]
+struct Hold {
+    outboxes: usize,
+    /// A big event's charge to the output budget.
+    charge: Option<Charge>,
     /// The event as each wire format sends it: encoded by the first subscriber that
     /// needs it and shared by the rest (256 subscribers of an 8 MiB event hold one
     /// copy, not 256).
     encoded: Encoded,
-    /// The memory the event holds, about (see [`weight`]).
-    size: usize,
-    /// Its charge to the output budget while outboxes hold it (a big event: see
-    /// `events::outbox`); shared by clones, given back when the last goes.
-    held: Arc<OnceLock<Charge>>,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 struct Encoded {
-    json: OnceLock<Bytes>,
-    msgpack: OnceLock<Option<Bytes>>,
+    json: Option<Bytes>,
+    msgpack: Option<Option<Bytes>>,
+    /// The same with `event_id` in the params, for resumable subscriptions.
+    json_with_id: Option<Bytes>,
+    msgpack_with_id: Option<Option<Bytes>>,
 }
 
 impl PartialEq for Event {
@@ -43,9 +58,32 @@ impl Event {
         Event {
             name,
             params,
-            encoded: Encoded::default(),
+            id: EventId::default(),
             size,
             held: Arc::default(),
+        }
+    }
+
+    /// This event with id `id` (as the hub publishes it, or another instance did).
+    pub(crate) fn with_id(mut self, id: EventId) -> Event {
+        self.id = id;
+        self
+    }
+
+    /// Its id: unique across a fleet, ordered per publishing instance.
+    pub fn id(&self) -> EventId {
+        self.id
+    }
+
+    /// The params with `event_id` added (a struct's member; other params as they are).
+    fn params_with_id(&self) -> Value {
+        match &self.params {
+            Value::Struct(m) => {
+                let mut m = m.clone();
+                m.insert("event_id".into(), Value::String(self.id.to_string()));
+                Value::Struct(m)
+            }
+            other => other.clone(),
         }
     }
 
@@ -54,44 +92,71 @@ impl Event {
         self.size
     }
 
-    /// Charge a big event to `budget` (once, whoever asks first), for as long as it
-    /// lives; small ones are not charged (see [`crate::conn::budget::SMALL`]).
-    pub(crate) fn charge_to(&self, budget: &Arc<Budget>) {
-        if self.size > crate::conn::budget::SMALL {
-            self.held.get_or_init(|| budget.charge(self.size));
+    fn hold(&self) -> MutexGuard<'_, Hold> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An outbox now holds this event: a big one is charged to `budget` while any does
+    /// (small ones are not charged: see [`crate::conn::budget::SMALL`]).
+    pub(crate) fn enter_outbox(&self, budget: &Arc<Budget>) {
+        let mut hold = self.hold();
+        hold.outboxes += 1;
+        if self.size > crate::conn::budget::SMALL && hold.charge.is_none() {
+            hold.charge = Some(budget.charge(self.size));
         }
     }
 
-    /// The JSON-RPC notification for this event (no line end), encoded once; a big
-    /// one is charged to `budget` while any connection holds it.
-    pub(crate) fn json(&self, budget: &Arc<Budget>) -> Bytes {
-        self.encoded
-            .json
-            .get_or_init(|| {
-                let mut body = Vec::with_capacity(128);
-                rpcmux_jsonrpc::write_notification(&mut body, &self.name, &self.params);
-                crate::conn::out::shared(body, budget)
-            })
-            .clone()
+    /// An outbox let go of this event, and wrote what it needed (see
+    /// [`Event::enter_outbox`]); the last one takes the charge and the encodings along.
+    pub(crate) fn leave_outbox(&self) {
+        let mut hold = self.hold();
+        hold.outboxes = hold.outboxes.saturating_sub(1);
+        if hold.outboxes == 0 {
+            hold.charge = None;
+            hold.encoded = Encoded::default();
+        }
+    }
+
+    /// The JSON-RPC notification for this event (no line end), encoded once while
+    /// outboxes hold it; a big one is charged to `budget` while any connection holds
+    /// it. With `with_id`, its params carry `event_id` (a resumable subscription's).
+    pub(crate) fn json(&self, budget: &Arc<Budget>, with_id: bool) -> Bytes {
+        let mut hold = self.hold();
+        let cell = match with_id {
+            false => &mut hold.encoded.json,
+            true => &mut hold.encoded.json_with_id,
+        };
+        cell.get_or_insert_with(|| {
+            let with = with_id.then(|| self.params_with_id());
+            let params = with.as_ref().unwrap_or(&self.params);
+            let mut body = Vec::with_capacity(128);
+            rpcmux_jsonrpc::write_notification(&mut body, &self.name, params);
+            crate::conn::out::shared(body, budget)
+        })
+        .clone()
     }
 
     /// The msgpack-rpc notification for this event, encoded once (see [`Event::json`]);
     /// `None` when its params cannot be encoded (logged once).
-    pub(crate) fn msgpack(&self, budget: &Arc<Budget>) -> Option<Bytes> {
-        self.encoded
-            .msgpack
-            .get_or_init(|| {
-                let mut body = bytes::BytesMut::with_capacity(128);
-                let params = std::slice::from_ref(&self.params);
-                match rpcmux_msgpack_rpc::encode_notification(&mut body, &self.name, params) {
-                    Ok(()) => Some(crate::conn::out::shared(body, budget)),
-                    Err(e) => {
-                        tracing::warn!(error = %e, event = %self.name, "event not encodable as msgpack");
-                        None
-                    }
+    pub(crate) fn msgpack(&self, budget: &Arc<Budget>, with_id: bool) -> Option<Bytes> {
+        let mut hold = self.hold();
+        let cell = match with_id {
+            false => &mut hold.encoded.msgpack,
+            true => &mut hold.encoded.msgpack_with_id,
+        };
+        cell.get_or_insert_with(|| {
+            let mut body = bytes::BytesMut::with_capacity(128);
+            let with = with_id.then(|| self.params_with_id());
+            let params = std::slice::from_ref(with.as_ref().unwrap_or(&self.params));
+            match rpcmux_msgpack_rpc::encode_notification(&mut body, &self.name, params) {
+                Ok(()) => Some(crate::conn::out::shared(body, budget)),
+                Err(e) => {
+                    tracing::warn!(error = %e, event = %self.name, "event not encodable as msgpack");
+                    None
                 }
-            })
-            .clone()
+            }
+        })
+        .clone()
     }
 }
 
@@ -142,19 +207,32 @@ mod tests {
     }
 
     #[test]
-    fn a_big_event_is_charged_once_while_it_lives() {
+    fn a_big_event_is_charged_once_while_outboxes_hold_it() {
         let budget = Budget::new(1 << 30);
         let e = Arc::new(Event::new("e", Value::Bytes(vec![0; 1 << 20])));
-        e.charge_to(&budget);
-        e.charge_to(&budget);
+        e.enter_outbox(&budget);
+        e.enter_outbox(&budget);
+        assert_eq!(budget.used(), e.size(), "charged once");
+        e.leave_outbox();
         assert_eq!(budget.used(), e.size());
-        let copy = e.clone();
-        drop(e);
-        assert_eq!(budget.used(), copy.size());
-        drop(copy);
-        assert_eq!(budget.used(), 0);
+        e.leave_outbox();
+        assert_eq!(budget.used(), 0, "no outbox holds it: retention alone is not charged");
         let small = Event::new("s", Value::Int(1));
-        small.charge_to(&budget);
+        small.enter_outbox(&budget);
         assert_eq!(budget.used(), 0);
+    }
+
+    #[test]
+    fn resumable_encodings_carry_the_id_others_do_not() {
+        let budget = Budget::new(1 << 30);
+        let mut m = rpcmux_value::Map::default();
+        m.insert("vm".into(), Value::from("a"));
+        let id = EventId { origin: 1, seq: 7 };
+        let e = Event::new("|virt|x", Value::Struct(Box::new(m))).with_id(id);
+        let plain = String::from_utf8(e.json(&budget, false).to_vec()).unwrap();
+        let with = String::from_utf8(e.json(&budget, true).to_vec()).unwrap();
+        assert!(!plain.contains("event_id"), "{plain}");
+        assert!(with.contains("\"event_id\":\"0000000000000001-7\""), "{with}");
+        assert!(e.msgpack(&budget, true).unwrap().len() > e.msgpack(&budget, false).unwrap().len());
     }
 }

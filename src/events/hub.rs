@@ -5,8 +5,16 @@
 //! [`EventHub::deliver`], by the same rules.
 //!
 //! Each subscriber has a bounded outbox. Publishing never waits: a subscriber whose
-//! outbox is full cannot keep up, so it is dropped (its connection is closed and
-//! the fact logged) rather than slowing the publisher or the other subscribers.
+//! outbox is full cannot keep up, so it is told which events it lost (an `events.lost`
+//! notice), dropped and closed (logged) rather than slowing the publisher or the other
+//! subscribers; it can come back and ask for them (`since`).
+//!
+//! Every event gets an id ([`EventId`]: this instance and its place in its publishes)
+//! and is kept for a while in a bounded window ([`Retention`]), so a subscriber that
+//! reconnects subscribes with `since` (an id it received, or `"0"`) and gets, in order,
+//! the retained events after it that it may see, then the live ones: with no gap and no
+//! duplicate at the seam, because a delivery (window and outboxes) and a subscription
+//! never overlap (both hold the subscriber table's lock, a delivery also the window's).
 //!
 //! Subscriptions are kept per connection (at most `max_subscriptions` each), so a
 //! publish visits each subscribed connection once and a closing connection is removed
@@ -14,14 +22,15 @@
 //! every publish take 14 ms and every close 1.8 ms. A subscription belongs to its
 //! connection: only that connection can cancel it.
 
-use crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS;
+use crate::codes::{ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
 use crate::conn::budget::Budget;
-use crate::events::outbox::Offer;
-use crate::events::{Event, Session};
+use crate::events::outbox::{Lost, Offer};
+use crate::events::retention::{self, Retention};
+use crate::events::{Event, EventId, Session, Since};
 use rpcmux_value::{Map, RpcError, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The longest subscription pattern, in bytes: a connection's subscriptions then hold
@@ -31,8 +40,9 @@ pub const MAX_PATTERN: usize = 1024;
 /// One connection's subscriptions and the outbox they deliver to.
 struct Subscriber {
     session: Session,
-    /// (subscription id, pattern), in the order made.
-    patterns: Vec<(u64, String)>,
+    /// (subscription id, pattern, resumable), in the order made: a resumable
+    /// subscription's notifications carry their event's id.
+    patterns: Vec<(u64, String, bool)>,
     /// The id the next subscription of this connection gets, less one.
     next_id: u64,
 }
@@ -44,12 +54,35 @@ pub struct EventHub {
     /// Events published, subscribers dropped as too slow (for `/metrics`).
     published: AtomicU64,
     dropped: AtomicU64,
+    /// Events queued to subscribers, live and replayed (for `/metrics`).
+    delivered: AtomicU64,
+    replayed: AtomicU64,
+    /// This instance's id in every event id it assigns.
+    instance: u64,
+    /// The window of recent events and the last sequence number given out; locked for a
+    /// whole delivery, so events reach the window, the outboxes and the other instances
+    /// in the order of their ids.
+    order: Mutex<Order>,
     /// The queue to the other instances, when a backend is configured.
     forward: OnceLock<crate::events::forward::Forward>,
     /// The process's output budget: big events are charged to it while outboxes hold
     /// them (set by the server; a hub alone, in tests, charges nothing).
     out_budget: OnceLock<Arc<Budget>>,
 }
+
+/// What a delivery holds locked (see [`EventHub`]'s `order`).
+struct Order {
+    seq: u64,
+    window: Retention,
+}
+
+/// The retention window of a hub made with [`EventHub::new`] (`[events]`'s defaults):
+/// minutes of the demo's events, tens of seconds of a busy fleet's.
+pub(crate) const DEFAULT_RETENTION: retention::Bounds = retention::Bounds {
+    events: 65_536,
+    bytes: 64 << 20,
+    age: std::time::Duration::from_secs(300),
+};
 
 impl Default for EventHub {
     fn default() -> Self {
@@ -79,14 +112,31 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 impl EventHub {
     /// A hub allowing `max_per_conn` subscriptions per connection.
     pub fn new(max_per_conn: usize) -> Self {
+        Self::with_retention(max_per_conn, DEFAULT_RETENTION)
+    }
+
+    /// A hub keeping a window of recent events within `bounds`.
+    pub(crate) fn with_retention(max_per_conn: usize, bounds: retention::Bounds) -> Self {
         EventHub {
             conns: RwLock::new(HashMap::new()),
             max_per_conn,
             published: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            replayed: AtomicU64::new(0),
+            instance: crate::events::id::new_instance(),
+            order: Mutex::new(Order {
+                seq: 0,
+                window: Retention::new(bounds),
+            }),
             forward: OnceLock::new(),
             out_budget: OnceLock::new(),
         }
+    }
+
+    /// This instance's id, the origin of every event it publishes.
+    pub fn instance(&self) -> u64 {
+        self.instance
     }
 
     /// Charge events held in outboxes to `budget` from now on (once).
@@ -115,7 +165,22 @@ impl EventHub {
     /// Subscribe a session to events whose name matches `pattern`; returns the
     /// subscription id, error -32002 past the per-connection cap, or -32602 for a
     /// pattern over 1,024 bytes (`MAX_PATTERN`).
+    #[cfg(test)]
     pub(crate) fn subscribe(&self, pattern: &str, session: Session) -> Result<u64, RpcError> {
+        self.subscribe_since(pattern, session, None, false)
+    }
+
+    /// [`EventHub::subscribe`], first replaying the retained events after `since` that
+    /// match and the session may see (in order, before any live one); `resumable`: its
+    /// notifications carry `event_id`. A `since` the window no longer covers is refused
+    /// (-32007, naming the oldest retained id), and nothing is subscribed.
+    pub(crate) fn subscribe_since(
+        &self,
+        pattern: &str,
+        session: Session,
+        since: Option<Since>,
+        resumable: bool,
+    ) -> Result<u64, RpcError> {
         if pattern.len() > MAX_PATTERN {
             // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
             return Err(RpcError::invalid_params(format!(
@@ -124,12 +189,10 @@ impl EventHub {
             )));
         }
         let mut conns = self.write();
-        let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
-            session,
-            patterns: Vec::new(),
-            next_id: 0,
-        });
-        if sub.patterns.len() >= self.max_per_conn {
+        if conns
+            .get(&session.conn_id)
+            .is_some_and(|sub| sub.patterns.len() >= self.max_per_conn)
+        {
             return Err(RpcError::new(
                 ERR_TOO_MANY_SUBSCRIPTIONS,
                 format!(
@@ -138,10 +201,37 @@ impl EventHub {
                 ),
             ));
         }
+        if let Some(since) = since {
+            // No delivery runs while the table is locked for writing: the window holds
+            // exactly the events delivered before this subscription exists.
+            let replay = {
+                let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+                order.window.after(since).map_err(|old| {
+                    let oldest = old.oldest.map_or("none".into(), |id| id.to_string());
+                    RpcError::new(
+                        ERR_SINCE_TOO_OLD,
+                        format!("since is older than the events retained here (oldest retained: {oldest}); subscribe with since \"0\" for all that is retained"),
+                    )
+                })?
+            };
+            let mut n = 0;
+            for event in replay {
+                if matches(pattern, &event.name) && session.sees(&event.name) {
+                    session.link.outbox.replay(&event, resumable);
+                    n += 1;
+                }
+            }
+            self.replayed.fetch_add(n, Ordering::Relaxed);
+        }
+        let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
+            session,
+            patterns: Vec::new(),
+            next_id: 0,
+        });
         // Ids count per connection: one connection learns nothing of another's.
         sub.next_id += 1;
         let id = sub.next_id;
-        sub.patterns.push((id, pattern.to_owned()));
+        sub.patterns.push((id, pattern.to_owned(), resumable));
         Ok(id)
     }
 
@@ -153,7 +243,7 @@ impl EventHub {
             return false;
         };
         let before = sub.patterns.len();
-        sub.patterns.retain(|(i, _)| *i != id);
+        sub.patterns.retain(|(i, _, _)| *i != id);
         let removed = sub.patterns.len() != before;
         if sub.patterns.is_empty() {
             conns.remove(&conn_id);
@@ -179,6 +269,21 @@ impl EventHub {
         )
     }
 
+    /// Events queued to subscribers live, and replayed, since start.
+    pub(crate) fn deliveries(&self) -> (u64, u64) {
+        (
+            self.delivered.load(Ordering::Relaxed),
+            self.replayed.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Events and bytes retained now, and events that left the window, since start.
+    pub(crate) fn retained(&self) -> (usize, usize, u64) {
+        let order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let (n, bytes) = order.window.len_and_bytes();
+        (n, bytes, order.window.evicted)
+    }
+
     /// Subscriptions held, over all connections.
     pub fn subscriber_count(&self) -> usize {
         self.read().values().map(|s| s.patterns.len()).sum()
@@ -192,43 +297,74 @@ impl EventHub {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
         params.insert("notify_time".into(), Value::Int(now));
-        let event = Arc::new(Event::new(name, Value::Struct(Box::new(params))));
-        let delivered = self.deliver(&event);
-        if let Some(forward) = self.forward.get() {
-            forward.send(event);
-        }
-        delivered
+        let event = Event::new(name, Value::Struct(Box::new(params)));
+        self.deliver_in_order(Err(event))
     }
 
-    /// Hand an event to every matching subscriber of this instance (one copy per
-    /// connection); a subscriber whose outbox is full is dropped. Returns how many
-    /// connections received it.
+    /// Hand an event another instance published to every matching subscriber of this
+    /// instance (see [`EventHub::publish`]). Returns how many connections received it.
     pub(crate) fn deliver(&self, event: &Arc<Event>) -> usize {
+        self.deliver_in_order(Ok(event.clone()))
+    }
+
+    /// Deliver an event from elsewhere (`Ok`, with its id) or one published here
+    /// (`Err`, given the next id and forwarded to the other instances): into the
+    /// window, then one copy per matching connection; a subscriber whose outbox is full
+    /// is told what it lost and dropped.
+    fn deliver_in_order(&self, event: Result<Arc<Event>, Event>) -> usize {
+        let conns = self.read();
+        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let (event, local) = match event {
+            Ok(remote) => (remote, false),
+            Err(new) => {
+                order.seq += 1;
+                let id = EventId {
+                    origin: self.instance,
+                    seq: order.seq,
+                };
+                (Arc::new(new.with_id(id)), true)
+            }
+        };
+        order.window.push(event.clone());
         let name = event.name.as_str();
         let mut delivered = 0;
         let mut too_slow = Vec::new();
-        // A big event is charged while any outbox holds it; while the output budget is
-        // spent, only subscribers with nothing waiting take it (see `outbox`).
-        let budget_full = match self.out_budget.get() {
-            Some(budget) => {
-                event.charge_to(budget);
-                !budget.admits_reply(event.size())
-            }
-            None => false,
-        };
-        for (conn, sub) in self.read().iter() {
-            if !sub.patterns.iter().any(|(_, p)| matches(p, name)) || !sub.session.sees(name) {
+        // While the output budget is spent, only subscribers with nothing waiting take
+        // a big event (see `outbox`).
+        let budget_full = self
+            .out_budget
+            .get()
+            .is_some_and(|budget| !budget.admits_reply(event.size()));
+        for (conn, sub) in conns.iter() {
+            let mut matching = sub.patterns.iter().filter(|(_, p, _)| matches(p, name));
+            let Some(first) = matching.next() else {
+                continue;
+            };
+            if !sub.session.sees(name) {
                 continue;
             }
-            match sub.session.link.outbox.offer(event, budget_full) {
+            let resumable = first.2 || matching.any(|(_, _, r)| *r);
+            match sub.session.link.outbox.offer(&event, resumable, budget_full) {
                 Offer::Queued => delivered += 1,
                 Offer::Full => {
+                    sub.session.link.outbox.lost(Lost {
+                        reason: "outbox overflow",
+                        first_lost: event.id(),
+                    });
                     sub.session.link.kill.cancel();
                     too_slow.push(*conn);
                 }
                 Offer::Closed => {}
             }
         }
+        if local {
+            if let Some(forward) = self.forward.get() {
+                forward.send(event.clone());
+            }
+        }
+        drop(order);
+        drop(conns);
+        self.delivered.fetch_add(delivered as u64, Ordering::Relaxed);
         if !too_slow.is_empty() {
             self.dropped
                 .fetch_add(too_slow.len() as u64, Ordering::Relaxed);
@@ -237,7 +373,8 @@ impl EventHub {
                 tracing::warn!(
                     conn,
                     event = name,
-                    "event subscriber cannot keep up; dropping it"
+                    first_lost = %event.id(),
+                    "event subscriber cannot keep up; told what it lost and dropped"
                 );
                 conns.remove(&conn);
             }
@@ -252,8 +389,16 @@ mod tests {
     use crate::events::outbox::{self, OutboxRx};
     use tokio_util::sync::CancellationToken;
 
+    /// The next event queued, if any.
+    fn next(rx: &mut OutboxRx) -> Option<Arc<Event>> {
+        match rx.try_recv().ok()? {
+            crate::events::outbox::Outgoing::Event(e, _) => Some(e),
+            crate::events::outbox::Outgoing::Lost(_) => None,
+        }
+    }
+
     fn session(conn_id: u64, cap: usize) -> (Session, OutboxRx) {
-        let (tx, rx) = outbox::outbox(cap);
+        let (tx, rx) = outbox::outbox(cap, Budget::new(1 << 30));
         let s = Session::new(conn_id, tx, CancellationToken::new(), None);
         (s, rx)
     }
@@ -286,8 +431,8 @@ mod tests {
         );
         assert!(kill.is_cancelled());
         assert_eq!(hub.subscriber_count(), 1);
-        assert_eq!(fast_rx.try_recv().unwrap().name, "|virt|a");
-        let b = fast_rx.try_recv().unwrap();
+        assert_eq!(next(&mut fast_rx).unwrap().name, "|virt|a");
+        let b = next(&mut fast_rx).unwrap();
         assert_eq!(b.name, "|virt|b");
         assert!(b.params.get("notify_time").and_then(Value::as_i64).unwrap() > 0);
     }
@@ -326,6 +471,55 @@ mod tests {
     }
 
     #[test]
+    fn since_replays_in_order_without_gap_or_duplicate() {
+        let hub = EventHub::default();
+        for n in 0..5 {
+            hub.publish(&format!("|t|{n}"), Map::default());
+        }
+        let (a, mut a_rx) = session(1, 16);
+        // A subscriber that saw up to the 2nd event resumes after it.
+        let second = EventId {
+            origin: hub.instance(),
+            seq: 2,
+        };
+        hub.subscribe_since("|t", a, Some(Since::After(second)), true)
+            .unwrap();
+        hub.publish("|t|5", Map::default());
+        let names: Vec<String> = std::iter::from_fn(|| next(&mut a_rx))
+            .map(|e| e.name.clone())
+            .collect();
+        assert_eq!(names, ["|t|2", "|t|3", "|t|4", "|t|5"]);
+        let (b, _b_rx) = session(2, 16);
+        let old = EventId {
+            origin: hub.instance() ^ 1,
+            seq: 1,
+        };
+        let e = hub
+            .subscribe_since("*", b, Some(Since::After(old)), true)
+            .unwrap_err();
+        assert_eq!(e.code, ERR_SINCE_TOO_OLD);
+        assert!(e.message.contains(&format!("{:016x}-1", hub.instance())), "{}", e.message);
+        assert!(!hub.is_subscribed(2), "nothing subscribed");
+    }
+
+    #[test]
+    fn a_full_outbox_is_told_what_it_lost() {
+        let hub = EventHub::default();
+        let (slow, mut rx) = session(1, 1);
+        hub.subscribe("*", slow).unwrap();
+        hub.publish("|a", Map::default());
+        hub.publish("|b", Map::default());
+        assert_eq!(next(&mut rx).unwrap().name, "|a");
+        match rx.try_recv().unwrap() {
+            crate::events::outbox::Outgoing::Lost(l) => {
+                assert_eq!(l.first_lost.seq, 2);
+                assert_eq!(l.reason, "outbox overflow");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
     fn long_patterns_are_refused() {
         let hub = EventHub::default();
         let (a, _a_rx) = session(1, 16);
@@ -356,7 +550,7 @@ mod tests {
             2,
             "one copy per connection"
         );
-        assert_eq!(a_rx.try_recv().unwrap().name, "|virt|x");
+        assert_eq!(next(&mut a_rx).unwrap().name, "|virt|x");
         assert!(a_rx.try_recv().is_err(), "two matching patterns, one copy");
         assert!(
             !hub.unsubscribe(2, a2),

@@ -20,7 +20,9 @@ mod event;
 pub(crate) mod fanout;
 pub(crate) mod forward;
 mod hub;
+mod id;
 pub(crate) mod outbox;
+mod retention;
 #[cfg(feature = "events-redis")]
 mod redis;
 mod session;
@@ -29,6 +31,9 @@ pub(crate) mod wire;
 
 pub use event::Event;
 pub use hub::EventHub;
+pub use id::{EventId, Since};
+pub use outbox::Lost;
+pub(crate) use retention::Bounds as RetentionBounds;
 pub use session::Session;
 
 use std::sync::Arc;

@@ -1,36 +1,107 @@
 //! One session's queue of events waiting to be written, bounded by count and by bytes.
 //!
 //! The hub never waits for a subscriber: it offers each event, and a subscriber whose
-//! outbox is full is too slow and is dropped. "Full" counts bytes, not only events: an
-//! outbox of 4,096 events each 15 MiB held 3.8 GB for one subscriber that never read
-//! (and killed the server). Each event is counted by the memory it holds
-//! ([`Event::size`]) while it waits here, and a big event is charged once to the
-//! process's output budget while any outbox holds it (`EventHub::deliver`). An outbox
-//! that holds nothing always takes the next event, however big: a subscriber that
-//! keeps up receives every event the server publishes.
+//! outbox is full is too slow: it gets an "events lost" notice ([`Lost`]) and is
+//! dropped. "Full" counts bytes, not only events: an outbox of 4,096 events each 15 MiB
+//! held 3.8 GB for one subscriber that never read (and killed the server). Each event
+//! is counted by the memory it holds ([`Event::size`]) while it waits here, and a big
+//! event is charged once to the process's output budget while any outbox holds it
+//! (`EventHub::deliver`). An outbox that holds nothing always takes the next event,
+//! however big: a subscriber that keeps up receives every event the server publishes.
+//!
+//! A replay (`subscribe` with `since`) is queued whole, past these bounds: it is bounded
+//! by the hub's retention window, which it is a copy of (the events are shared).
 
-use crate::events::Event;
+use crate::conn::budget::Budget;
+use crate::events::{Event, EventId};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use tokio::sync::mpsc::{self, error::TryRecvError, error::TrySendError};
+use tokio::sync::mpsc::{self, error::TryRecvError};
 
 /// Bytes of events an outbox holds at most, beyond the one it always takes: a reader
 /// keeping up needs far less (the connection's own output cap, 4 MiB, is written first).
 pub(crate) const MAX_BYTES: usize = 16 << 20;
 
+/// What waits for a session: an event, or the notice that events were lost.
+#[derive(Debug)]
+pub(crate) enum Outgoing {
+    /// An event; `resumable`: the session asked for ids in notifications.
+    Event(Arc<Event>, bool),
+    /// Events were lost for this session (it is closed after this notice).
+    Lost(Lost),
+}
+
+/// Why a session lost events, and the first one it did not get: it should subscribe
+/// again with `since` set to the last id it received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    /// `"outbox overflow"`: the subscriber did not keep up.
+    pub reason: &'static str,
+    /// The first event not delivered.
+    pub first_lost: EventId,
+}
+
+impl Lost {
+    /// The notification's method (JSON-RPC, msgpack-rpc).
+    pub const METHOD: &'static str = "events.lost";
+
+    /// The notification's params: `{"reason": ..., "first_lost": ID}`.
+    pub(crate) fn params(&self) -> rpcmux_value::Value {
+        let mut m = rpcmux_value::Map::default();
+        m.insert("reason".into(), self.reason.into());
+        m.insert("first_lost".into(), self.first_lost.to_string().into());
+        rpcmux_value::Value::Struct(Box::new(m))
+    }
+
+    /// The JSON-RPC notification (no line end).
+    pub(crate) fn json(&self) -> Vec<u8> {
+        let mut body = Vec::with_capacity(128);
+        rpcmux_jsonrpc::write_notification(&mut body, Self::METHOD, &self.params());
+        body
+    }
+}
+
 /// The hub's end of an outbox.
 #[derive(Debug)]
 pub struct Outbox {
-    tx: mpsc::Sender<Arc<Event>>,
-    queued: Arc<AtomicUsize>,
+    tx: mpsc::UnboundedSender<Outgoing>,
+    held: Arc<Held>,
+    max_events: usize,
     max_bytes: usize,
+    /// The output budget big events are charged to while held here.
+    budget: Arc<Budget>,
 }
 
-/// The session's end: events in the order offered.
+/// What an outbox holds now.
+#[derive(Debug, Default)]
+struct Held {
+    events: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl Held {
+    /// `event` has left the outbox's count (it still holds the event's encodings until
+    /// it has written it: [`Outgoing::written`]).
+    fn let_go(&self, event: &Event) {
+        self.events.fetch_sub(1, Ordering::Relaxed);
+        self.bytes.fetch_sub(event.size(), Ordering::Relaxed);
+    }
+}
+
+impl Outgoing {
+    /// Taken from the outbox and written: the event may let its encodings go.
+    pub(crate) fn written(self) {
+        if let Outgoing::Event(event, _) = self {
+            event.leave_outbox();
+        }
+    }
+}
+
+/// The session's end: what waits, in the order offered.
 #[derive(Debug)]
 pub(crate) struct OutboxRx {
-    rx: mpsc::Receiver<Arc<Event>>,
-    queued: Arc<AtomicUsize>,
+    rx: mpsc::UnboundedReceiver<Outgoing>,
+    held: Arc<Held>,
 }
 
 /// What became of an event offered to an outbox.
@@ -43,69 +114,108 @@ pub(crate) enum Offer {
     Closed,
 }
 
-/// An outbox of at most `max_events` events and [`MAX_BYTES`] bytes.
-pub(crate) fn outbox(max_events: usize) -> (Outbox, OutboxRx) {
-    bounded(max_events, MAX_BYTES)
+/// An outbox of at most `max_events` events and [`MAX_BYTES`] bytes, whose big events
+/// are charged to `budget` while they wait.
+pub(crate) fn outbox(max_events: usize, budget: Arc<Budget>) -> (Outbox, OutboxRx) {
+    bounded(max_events, MAX_BYTES, budget)
 }
 
-pub(crate) fn bounded(max_events: usize, max_bytes: usize) -> (Outbox, OutboxRx) {
-    let (tx, rx) = mpsc::channel(max_events.max(1));
-    let queued = Arc::new(AtomicUsize::new(0));
+pub(crate) fn bounded(
+    max_events: usize,
+    max_bytes: usize,
+    budget: Arc<Budget>,
+) -> (Outbox, OutboxRx) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let held = Arc::new(Held::default());
     (
         Outbox {
             tx,
-            queued: queued.clone(),
+            held: held.clone(),
+            max_events: max_events.max(1),
             max_bytes,
+            budget,
         },
-        OutboxRx { rx, queued },
+        OutboxRx { rx, held },
     )
 }
 
 impl Outbox {
-    /// Queue `event` unless the outbox is past its bounds: its bytes, or, while the
-    /// process's output budget is spent (`budget_full`), anything at all already waiting.
-    pub(crate) fn offer(&self, event: &Arc<Event>, budget_full: bool) -> Offer {
-        let size = event.size();
-        let queued = self.queued.load(Ordering::Relaxed);
-        if queued > 0 && (budget_full || queued + size > self.max_bytes) {
+    /// Queue `event` unless the outbox is past its bounds: its count, its bytes, or,
+    /// while the process's output budget is spent (`budget_full`), anything at all
+    /// already waiting.
+    pub(crate) fn offer(&self, event: &Arc<Event>, resumable: bool, budget_full: bool) -> Offer {
+        let (events, bytes) = (
+            self.held.events.load(Ordering::Relaxed),
+            self.held.bytes.load(Ordering::Relaxed),
+        );
+        if events > 0
+            && (budget_full || events >= self.max_events || bytes + event.size() > self.max_bytes)
+        {
             return Offer::Full;
         }
-        self.queued.fetch_add(size, Ordering::Relaxed);
-        match self.tx.try_send(event.clone()) {
+        self.push(event, resumable)
+    }
+
+    /// Queue `event` whatever the bounds (a replay: see the module doc).
+    pub(crate) fn replay(&self, event: &Arc<Event>, resumable: bool) -> Offer {
+        self.push(event, resumable)
+    }
+
+    fn push(&self, event: &Arc<Event>, resumable: bool) -> Offer {
+        self.held.events.fetch_add(1, Ordering::Relaxed);
+        self.held.bytes.fetch_add(event.size(), Ordering::Relaxed);
+        event.enter_outbox(&self.budget);
+        match self.tx.send(Outgoing::Event(event.clone(), resumable)) {
             Ok(()) => Offer::Queued,
-            Err(e) => {
-                self.queued.fetch_sub(size, Ordering::Relaxed);
-                match e {
-                    TrySendError::Full(_) => Offer::Full,
-                    TrySendError::Closed(_) => Offer::Closed,
-                }
+            Err(_) => {
+                self.held.let_go(event);
+                event.leave_outbox();
+                Offer::Closed
             }
         }
     }
 
+    /// Tell the session it lost events (the last thing it is sent).
+    pub(crate) fn lost(&self, notice: Lost) {
+        let _ = self.tx.send(Outgoing::Lost(notice));
+    }
+
     /// Does any event wait in this outbox?
     pub(crate) fn is_empty(&self) -> bool {
-        self.tx.capacity() == self.tx.max_capacity()
+        self.held.events.load(Ordering::Relaxed) == 0
     }
 }
 
 impl OutboxRx {
-    fn taken(&self, event: &Arc<Event>) {
-        self.queued.fetch_sub(event.size(), Ordering::Relaxed);
+    fn taken(&self, out: &Outgoing) {
+        if let Outgoing::Event(event, _) = out {
+            self.held.let_go(event);
+        }
     }
 
-    /// The next event; `None` once the hub has let go of the session.
-    pub(crate) async fn recv(&mut self) -> Option<Arc<Event>> {
-        let event = self.rx.recv().await?;
-        self.taken(&event);
-        Some(event)
+    /// The next event or notice; `None` once the hub has let go of the session.
+    pub(crate) async fn recv(&mut self) -> Option<Outgoing> {
+        let out = self.rx.recv().await?;
+        self.taken(&out);
+        Some(out)
     }
 
-    /// The next event if one waits.
-    pub(crate) fn try_recv(&mut self) -> Result<Arc<Event>, TryRecvError> {
-        let event = self.rx.try_recv()?;
-        self.taken(&event);
-        Ok(event)
+    /// The next event or notice if one waits.
+    pub(crate) fn try_recv(&mut self) -> Result<Outgoing, TryRecvError> {
+        let out = self.rx.try_recv()?;
+        self.taken(&out);
+        Ok(out)
+    }
+}
+
+impl Drop for OutboxRx {
+    /// What still waits goes with the session (and its charges with it).
+    fn drop(&mut self) {
+        self.rx.close();
+        while let Ok(out) = self.rx.try_recv() {
+            self.taken(&out);
+            out.written();
+        }
     }
 }
 
@@ -114,43 +224,51 @@ mod tests {
     use super::*;
     use rpcmux_value::Value;
 
+    fn bounded(max_events: usize, max_bytes: usize) -> (Outbox, OutboxRx) {
+        super::bounded(max_events, max_bytes, Budget::new(1 << 30))
+    }
+
     fn event(bytes: usize) -> Arc<Event> {
         Arc::new(Event::new("e", Value::Bytes(vec![0; bytes])))
+    }
+
+    fn size(out: Outgoing) -> usize {
+        match out {
+            Outgoing::Event(e, _) => e.size(),
+            Outgoing::Lost(_) => 0,
+        }
     }
 
     #[tokio::test]
     async fn bytes_bound_an_outbox_but_an_empty_one_takes_anything() {
         let (tx, mut rx) = bounded(100, 1000);
         let huge = event(5000);
-        assert_eq!(tx.offer(&huge, false), Offer::Queued, "empty: always");
-        assert_eq!(tx.offer(&event(10), false), Offer::Full, "past its bytes");
+        assert_eq!(tx.offer(&huge, false, false), Offer::Queued, "empty: always");
+        assert_eq!(tx.offer(&event(10), false, false), Offer::Full, "past its bytes");
         assert!(!tx.is_empty());
-        assert_eq!(rx.recv().await.unwrap().size(), huge.size());
+        assert_eq!(size(rx.recv().await.unwrap()), huge.size());
         assert!(tx.is_empty());
-        assert_eq!(tx.offer(&event(10), false), Offer::Queued);
-        assert_eq!(tx.offer(&event(10), false), Offer::Queued);
+        assert_eq!(tx.offer(&event(10), false, false), Offer::Queued);
+        assert_eq!(tx.offer(&event(10), false, false), Offer::Queued);
         assert_eq!(
-            tx.offer(&event(10), true),
+            tx.offer(&event(10), false, true),
             Offer::Full,
             "while the output budget is spent, only an empty outbox takes more"
         );
         rx.try_recv().unwrap();
         rx.try_recv().unwrap();
-        assert_eq!(
-            tx.queued.load(Ordering::Relaxed),
-            0,
-            "taken events are uncounted"
-        );
+        assert_eq!(tx.held.bytes.load(Ordering::Relaxed), 0, "taken events are uncounted");
         drop(rx);
-        assert_eq!(tx.offer(&event(10), false), Offer::Closed);
-        assert_eq!(tx.queued.load(Ordering::Relaxed), 0);
+        assert_eq!(tx.offer(&event(10), false, false), Offer::Closed);
+        assert_eq!(tx.held.bytes.load(Ordering::Relaxed), 0);
     }
 
     #[test]
-    fn count_bounds_an_outbox_too() {
+    fn count_bounds_an_outbox_too_but_not_a_replay() {
         let (tx, _rx) = bounded(2, usize::MAX);
-        assert_eq!(tx.offer(&event(1), false), Offer::Queued);
-        assert_eq!(tx.offer(&event(1), false), Offer::Queued);
-        assert_eq!(tx.offer(&event(1), false), Offer::Full);
+        assert_eq!(tx.offer(&event(1), false, false), Offer::Queued);
+        assert_eq!(tx.offer(&event(1), false, false), Offer::Queued);
+        assert_eq!(tx.offer(&event(1), false, false), Offer::Full);
+        assert_eq!(tx.replay(&event(1), true), Offer::Queued);
     }
 }

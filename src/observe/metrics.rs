@@ -21,6 +21,12 @@ pub(crate) const DURATION_BUCKETS: [f64; 14] = [
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
 ];
 
+/// How an event reached a subscriber.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HowLabel {
+    how: &'static str,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct CallLabels {
     pub protocol: &'static str,
@@ -91,6 +97,12 @@ pub(crate) struct Metrics {
     budgets: Family<BudgetLabel, Gauge>,
     events_published: Counter,
     subscribers_dropped: Counter,
+    /// Events queued to subscribers, by how (`live`, `replayed`).
+    events_delivered: Family<HowLabel, Counter>,
+    events_retained: Gauge,
+    events_retained_bytes: Gauge,
+    /// Events gone from the retention window by its bounds.
+    events_expired: Counter,
     /// Events across instances (`[events] url`), copied from the fan-out at scrape time.
     fanout: Family<OutcomeLabel, Counter>,
     backend_connects: Counter,
@@ -145,6 +157,10 @@ impl Metrics {
             budgets: Family::default(),
             events_published: Counter::default(),
             subscribers_dropped: Counter::default(),
+            events_delivered: Family::default(),
+            events_retained: Gauge::default(),
+            events_retained_bytes: Gauge::default(),
+            events_expired: Counter::default(),
             fanout: Family::default(),
             backend_connects: Counter::default(),
             backend_up: Gauge::default(),
@@ -223,8 +239,29 @@ impl Metrics {
         );
         r.register(
             "event_subscribers_dropped",
-            "Subscriber connections closed because they could not keep up",
+            "Subscriber sessions told what they lost (events.lost) and closed because they could not keep up (the events lost to them: outbox overflow)",
             m.subscribers_dropped.clone(),
+        );
+        r.register(
+            "events_delivered",
+            "Events queued to subscribers, live or replayed (subscribe with since)",
+            m.events_delivered.clone(),
+        );
+        r.register(
+            "events_retained",
+            "Recent events kept for subscribers that resume",
+            m.events_retained.clone(),
+        );
+        r.register_with_unit(
+            "events_retained",
+            "Memory the recent events kept for resuming subscribers hold",
+            Unit::Bytes,
+            m.events_retained_bytes.clone(),
+        );
+        r.register(
+            "events_expired",
+            "Events gone from the retention window by its count, bytes or age bounds (a since older than them is refused, -32007)",
+            m.events_expired.clone(),
         );
         r.register(
             "events_fanout",
@@ -334,6 +371,17 @@ impl Metrics {
         self.subscribers_dropped
             .inner()
             .store(dropped, Ordering::Relaxed);
+        let (live, replayed) = hub.deliveries();
+        for (how, n) in [("live", live), ("replayed", replayed)] {
+            self.events_delivered
+                .get_or_create(&HowLabel { how })
+                .inner()
+                .store(n, Ordering::Relaxed);
+        }
+        let (retained, bytes, expired) = hub.retained();
+        self.events_retained.set(retained as i64);
+        self.events_retained_bytes.set(bytes as i64);
+        self.events_expired.inner().store(expired, Ordering::Relaxed);
         if let Some(f) = hub.fanout_stats() {
             for (outcome, n) in [
                 ("sent", &f.sent),

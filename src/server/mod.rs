@@ -124,7 +124,15 @@ impl Server {
             listeners.push(Listener::bind(addr, &config.unix, config.limits.backlog)?);
         }
         let probes = crate::front::Front::probes(probes_for(&config.protocols));
-        let events = Arc::new(EventHub::new(config.limits.max_subscriptions));
+        let retain = crate::events::RetentionBounds {
+            events: config.events.retain,
+            bytes: config.events.retain_bytes,
+            age: config.events.retain_for(),
+        };
+        let events = Arc::new(EventHub::with_retention(
+            config.limits.max_subscriptions,
+            retain,
+        ));
         let out_budget = crate::conn::budget::Budget::new(config.limits.max_total_output);
         // Events waiting in outboxes are output held for clients, as replies are.
         events.set_out_budget(out_budget.clone());

@@ -10,7 +10,7 @@
 
 use crate::conn::budget::{Budget, Charge, Ticket, SMALL};
 use crate::conn::out::Out;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
 use futures_util::stream::{FuturesUnordered, StreamExt};
@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use crate::events::outbox::OutboxRx;
+use crate::events::outbox::{Outgoing, OutboxRx};
 use tokio_util::sync::CancellationToken;
 
 /// What a call that waits costs at least, charged in place of its request bytes when
@@ -164,8 +164,13 @@ pub(crate) trait Framer: Send {
     fn reply(&mut self, done: Self::Done, out: &mut Out);
 
     /// A subscribed event arrived: write it as a notification (bytes every subscriber
-    /// sends alike go in shared: [`Event`]'s encodings, [`Out::put_shared`]).
-    fn event(&mut self, event: &Event, out: &mut Out);
+    /// sends alike go in shared: [`Event`]'s encodings, [`Out::put_shared`]);
+    /// `resumable`: the subscription asked for `event_id` in its notifications.
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out);
+
+    /// The hub dropped this session as too slow: write the notice of what it lost (its
+    /// last output before the connection closes).
+    fn lost(&mut self, notice: &Lost, out: &mut Out);
 
     /// Called every [`Framer::tick_every`] (heart-beats); `Err` closes. `idle_for` is
     /// how long ago the peer last sent a byte.
@@ -275,17 +280,17 @@ pub(crate) async fn serve<S, F>(
     let input = BytesMut::from(&prefix[..]);
     // The sniff buffer behind `prefix` is not kept for the life of the connection.
     drop(prefix);
-    let (tx, rx) = crate::events::outbox::outbox(EVENT_QUEUE);
+    let (tx, rx) = crate::events::outbox::outbox(EVENT_QUEUE, shared.out_budget.clone());
     let kill = CancellationToken::new();
     let mut ctx = shared.call_context(&info, protocol);
     let caller = ctx.caller.clone();
+    // The session's own number (not the connection's: one HTTP/2 connection carries
+    // many WebSocket sessions) and its own caller (`Shared::call_context`).
     ctx.session = Some(crate::events::Session::new(
         info.session,
         tx,
         kill.clone(),
         caller,
-    // The session's own number (not the connection's: one HTTP/2 connection carries
-    // many WebSocket sessions) and its own caller (`Shared::call_context`).
     ));
     let framer = make_framer(ctx);
     let opts = DriveOpts::new(&shared, &info, kill);
@@ -333,6 +338,17 @@ async fn write_or_flush<W: AsyncWrite + Unpin>(
     }
 }
 
+/// Write all of `out` and flush (a last word before closing: callers bound the wait).
+async fn write_all<W: AsyncWrite + Unpin>(wr: &mut W, out: &mut Out) -> std::io::Result<()> {
+    while let Some(n) = write_or_flush(wr, out).await? {
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        out.advance(n);
+    }
+    Ok(())
+}
+
 /// Read into `input`, at most `limit` bytes (`usize::MAX`: as much as fits).
 async fn read_some<R: AsyncRead + Unpin>(
     rd: &mut R,
@@ -346,9 +362,22 @@ async fn read_some<R: AsyncRead + Unpin>(
     }
 }
 
-async fn next_event(rx: &mut OutboxRx) -> Option<Arc<Event>> {
+async fn next_event(rx: &mut OutboxRx) -> Option<Outgoing> {
     rx.recv().await
 }
+
+/// Write what the outbox gave: an event, or the notice that events were lost.
+fn put_outgoing<F: Framer>(framer: &mut F, o: Outgoing, out: &mut Out) {
+    match &o {
+        Outgoing::Event(event, resumable) => framer.event(event, *resumable, out),
+        Outgoing::Lost(notice) => framer.lost(notice, out),
+    }
+    o.written();
+}
+
+/// How long a session the hub dropped as too slow may take to write its last output
+/// (the "events lost" notice) before it is closed.
+const LOST_NOTICE_WAIT: Duration = Duration::from_secs(5);
 
 /// A buffer holding more than this once empty is given back at once (a large frame or
 /// reply has gone): an attacker cycling big messages keeps no big buffers between them.
@@ -481,8 +510,8 @@ pub(crate) async fn drive<R, W, F>(
             let Some(done) = calls.take_ready() else {
                 break;
             };
-            while let Ok(ev) = events.try_recv() {
-                framer.event(&ev, &mut out);
+            while let Ok(o) = events.try_recv() {
+                put_outgoing(&mut framer, o, &mut out);
             }
             framer.reply(done, &mut out);
             if calls.is_empty() {
@@ -553,6 +582,15 @@ pub(crate) async fn drive<R, W, F>(
             biased;
             _ = &mut killed => {
                 tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
+                // The events still queued are dropped (the client resumes from the last
+                // one it got); the notice of what was lost is its last output.
+                while let Ok(o) = events.try_recv() {
+                    if let Outgoing::Lost(notice) = &o {
+                        framer.lost(notice, &mut out);
+                    }
+                    o.written();
+                }
+                let _ = tokio::time::timeout(LOST_NOTICE_WAIT, write_all(&mut wr, &mut out)).await;
                 break;
             }
             // A finished call's reply is taken only while the unsent output has room: a
@@ -560,8 +598,8 @@ pub(crate) async fn drive<R, W, F>(
             Some(done) = calls.next(), if !calls.running.is_empty() && out.pending() < opts.max_out => {
                 // Events a call published reach its caller before its reply, as VDSM
                 // sends them (its client's tests depend on the order).
-                while let Ok(ev) = events.try_recv() {
-                    framer.event(&ev, &mut out);
+                while let Ok(o) = events.try_recv() {
+                    put_outgoing(&mut framer, o, &mut out);
                 }
                 framer.reply(done, &mut out);
                 if calls.is_empty() {
@@ -582,14 +620,14 @@ pub(crate) async fn drive<R, W, F>(
                 Ok(None) => unflushed = false,
                 _ => break,
             },
-            Some(ev) = next_event(&mut events), if reading && out.pending() < opts.max_out => {
-                framer.event(&ev, &mut out);
+            Some(o) = next_event(&mut events), if reading && out.pending() < opts.max_out => {
+                put_outgoing(&mut framer, o, &mut out);
                 // Take the rest of the queue in the same turn: a burst of events costs one
                 // write, and the queue empties whenever this task runs (one event per
                 // turn left a subscriber behind a burst judged too slow and dropped).
                 while out.pending() < opts.max_out {
                     match events.try_recv() {
-                        Ok(ev) => framer.event(&ev, &mut out),
+                        Ok(o) => put_outgoing(&mut framer, o, &mut out),
                         Err(_) => break,
                     }
                 }
@@ -766,7 +804,8 @@ mod tests {
             Ok(())
         }
         fn reply(&mut self, _: (), _: &mut Out) {}
-        fn event(&mut self, _: &Event, _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: bool, _: &mut Out) {}
+        fn lost(&mut self, _: &Lost, _: &mut Out) {}
     }
 
     /// The room each read of a connection fed by `Chunks { fill, .. }` gets.
@@ -777,7 +816,7 @@ mod tests {
             fill,
             room: room.clone(),
         };
-        let (_tx, rx) = crate::events::outbox::outbox(1);
+        let (_tx, rx) = crate::events::outbox::outbox(1, Budget::new(1 << 20));
         let opts = DriveOpts {
             max_in_flight: 8,
             max_in_flight_bytes: 1 << 20,

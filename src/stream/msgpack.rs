@@ -8,7 +8,7 @@
 use crate::conn::out::Out;
 use crate::conn::reply_cap::ReplyCap;
 use crate::conn::ConnInfo;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::io::{Rewind, Stream};
 use crate::offload;
 use crate::shared::Shared;
@@ -468,10 +468,16 @@ impl Framer for Msgpack {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
-        if let Some(bytes) = event.msgpack(out.budget()) {
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+        if let Some(bytes) = event.msgpack(out.budget(), resumable) {
             out.put_shared(bytes);
         }
+    }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        let params = [notice.params()];
+        // A struct of two strings always encodes.
+        let _ = rpcmux_msgpack_rpc::encode_notification(out, Lost::METHOD, &params);
     }
 
     fn finish(&mut self, out: &mut Out) {
@@ -677,7 +683,7 @@ mod tests {
     fn session_framer(
         verbs: VerbTable,
     ) -> (Msgpack, crate::events::outbox::OutboxRx) {
-        let (tx, rx) = crate::events::outbox::outbox(4);
+        let (tx, rx) = crate::events::outbox::outbox(4, crate::conn::budget::Budget::new(1 << 20));
         let mut ctx = CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default()));
         ctx.session = Some(crate::events::Session::new(
             1,
@@ -782,7 +788,7 @@ mod tests {
         session
             .link
             .outbox
-            .offer(&Arc::new(crate::events::Event::new("e", Value::Nil)), false);
+            .offer(&Arc::new(crate::events::Event::new("e", Value::Nil)), false, false);
         rpcmux_msgpack_rpc::encode_request(&mut input, 7, "twice", &[Value::from(1)]).unwrap();
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
         assert!(out.is_empty(), "nothing written ahead of the event");

@@ -77,22 +77,27 @@ fn a_crowd_of_gzip_bodies_cannot_wedge_the_budget() {
     }
 }
 
-/// Read (discarding) what the server sent until it closes: true if it closes within
-/// 10 s and 256 MiB.
-fn closed_after_draining(mut s: std::net::TcpStream) -> bool {
+/// Read what the server sent until it closes (within 10 s and 256 MiB): whether it
+/// closed, and the last 64 KiB read.
+fn drain_until_closed(mut s: std::net::TcpStream) -> (bool, Vec<u8>) {
     let end = Instant::now() + Duration::from_secs(10);
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let (mut buf, mut total) = (vec![0u8; 1 << 16], 0usize);
+    let (mut buf, mut total, mut tail) = (vec![0u8; 1 << 16], 0usize, Vec::new());
     while Instant::now() < end && total < 256 * MIB {
         match std::io::Read::read(&mut s, &mut buf) {
-            Ok(0) => return true,
-            Ok(n) => total += n,
+            Ok(0) => return (true, tail),
+            Ok(n) => {
+                total += n;
+                tail.extend_from_slice(&buf[..n]);
+                let cut = tail.len().saturating_sub(64 * KIB);
+                tail.drain(..cut);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {}
-            Err(_) => return true,
+            Err(_) => return (true, tail),
         }
     }
-    false
+    (false, tail)
 }
 
 /// `ping` over JSON-RPC/HTTP from `local`.
@@ -182,8 +187,8 @@ fn many_h2_connections_of_unread_replies_are_bounded() {
 }
 
 /// A subscriber that never reads, while another client publishes big events: its
-/// outbox is bounded by bytes (and charged to the output budget), so it is dropped and
-/// closed instead of holding every event. Outboxes used to be bounded by count only
+/// outbox is bounded by bytes (and charged to the output budget), so it is told what it
+/// lost (`events.lost`, its last line) and closed instead of holding every event. Outboxes used to be bounded by count only
 /// (4,096 events): 15 MiB events grew the server 16 MB each until it died.
 #[test]
 fn a_subscriber_that_never_reads_is_dropped_by_bytes() {
@@ -204,14 +209,24 @@ fn a_subscriber_that_never_reads_is_dropped_by_bytes() {
         publisher.send(call.as_bytes()).unwrap();
         let r = publisher.json(KIB).expect("publish answered");
         received.push(r["result"].as_i64().unwrap_or(-1));
+        if received.last() == Some(&0) {
+            break;
+        }
     }
-    let dropped_at = received.iter().position(|&n| n == 0);
     eprintln!("deliveries per publish: {received:?}");
     assert!(
-        dropped_at.is_some_and(|at| at < 30),
+        received.len() < 30 && received.last() == Some(&0),
         "the non-reader should be dropped once its outbox holds 16 MiB: {received:?}"
     );
-    assert!(closed_after_draining(idle.s), "its connection is closed");
+    // It is told, as its last line, which event it lost first, then closed.
+    let (closed, tail) = drain_until_closed(idle.s);
+    assert!(closed, "its connection is closed");
+    let last = tail.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or(b"");
+    let notice: serde_json::Value = serde_json::from_slice(last)
+        .unwrap_or_else(|e| panic!("{e}: {}", excerpt(last, 200)));
+    assert_eq!(notice["method"], "events.lost", "{notice}");
+    assert_eq!(notice["params"]["reason"], "outbox overflow");
+    assert!(notice["params"]["first_lost"].as_str().is_some_and(|id| id.contains('-')));
     assert_peak_rss(&mut srv, 200, "a non-reading subscriber of 2 MiB events");
     let used = metric_value(
         &metrics_text(srv.addr),

@@ -16,6 +16,7 @@ mod cli_call_bench;
 mod config_file;
 mod connections;
 mod embed;
+mod events_resume;
 mod fuzz_regressions;
 mod http2;
 mod jsonrpc_http;

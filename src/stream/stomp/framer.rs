@@ -11,7 +11,7 @@ mod login;
 mod rpc;
 
 use crate::conn::out::Out;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
 use crate::stream::stomp::frames;
@@ -21,6 +21,7 @@ use crate::verbs::CallContext;
 use bytes::BytesMut;
 use rpcmux_auth::{Failure, Principal};
 use rpcmux_stomp::{Command, Frame, Item, StompCodec};
+use rpcmux_value::RpcError;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::codec::Decoder;
@@ -234,11 +235,20 @@ impl Stomp {
         // Events are what the `subscribe` verb gives on every other protocol: a
         // subscription that covers the event destination needs its permission.
         let events = &self.shared.config.stomp.event_destination;
-        if crate::stream::stomp::subscriptions::dest_covers(dest, events) {
+        let covers_events = crate::stream::stomp::subscriptions::dest_covers(dest, events);
+        if covers_events {
             if let Some(refused) = crate::verbs::refusal(&self.ctx, "subscribe", None) {
                 return Err(Fault::new(refused.message));
             }
         }
+        // `since`: resume after an `event-id` received before ("0": all retained).
+        let since = match f.get("since") {
+            Some(s) if covers_events => Some(
+                s.parse::<crate::events::Since>()
+                    .map_err(|e| Fault::new(format!("since: {e}")))?,
+            ),
+            _ => None,
+        };
         match self.subs.add(id, dest) {
             Ok(()) => {}
             Err(Refused::DuplicateId) => {
@@ -257,8 +267,24 @@ impl Stomp {
                 )))
             }
         }
-        self.sync_events();
+        if since.is_some() {
+            // Resubscribe to the hub from `since`: the retained events after it come
+            // before any live one (a subscription already there may see some twice:
+            // clients tell them apart by event-id).
+            if let Some(hub_id) = self.hub_sub.take() {
+                self.shared.events.unsubscribe(self.session_id(), hub_id);
+            }
+        }
+        if let Err(e) = self.sync_events(since) {
+            self.subs.remove(id);
+            return Err(Fault::new(e.message));
+        }
         Ok(false)
+    }
+
+    /// The number the hub knows this session by.
+    fn session_id(&self) -> u64 {
+        self.ctx.session.as_ref().map_or(self.conn_id, |s| s.conn_id)
     }
 
     fn unsubscribe(&mut self, f: &Frame) -> Result<bool, Fault> {
@@ -273,14 +299,16 @@ impl Stomp {
                 "UNSUBSCRIBE of an unknown id ignored"
             );
         }
-        self.sync_events();
+        let _ = self.sync_events(None);
         Ok(false)
     }
 
     /// Hold one hub subscription (all events) while any STOMP subscription covers the
     /// event destination; [`Framer::event`] fans each event out to those subscriptions.
-    fn sync_events(&mut self) {
-        let events = &self.shared.events;
+    /// `since` (on a new hub subscription) replays the retained events after it first;
+    /// an error only for a `since` the window does not cover.
+    fn sync_events(&mut self, since: Option<crate::events::Since>) -> Result<(), RpcError> {
+        let events = self.shared.events.clone();
         let wanted = self
             .subs
             .covers(&self.shared.config.stomp.event_destination);
@@ -291,19 +319,21 @@ impl Stomp {
                     .session
                     .clone()
                     .expect("STOMP calls carry a session");
-                match events.subscribe("*", session) {
+                match events.subscribe_since("*", session, since, since.is_some()) {
                     Ok(id) => self.hub_sub = Some(id),
+                    Err(e) if since.is_some() => return Err(e),
                     Err(e) => {
                         tracing::warn!(conn = self.conn_id, error = %e, "STOMP event subscription refused")
                     }
                 }
             }
             (false, Some(id)) => {
-                events.unsubscribe(self.conn_id, id);
+                events.unsubscribe(self.session_id(), id);
                 self.hub_sub = None;
             }
             _ => {}
         }
+        Ok(())
     }
 
     /// DISCONNECT: stop reading; the RECEIPT waits for the calls still in flight, so it
@@ -380,7 +410,7 @@ impl Framer for Stomp {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
         if self.state != State::Connected {
             return;
         }
@@ -389,8 +419,22 @@ impl Framer for Stomp {
         if !self.subs.covers(dest) {
             return;
         }
-        let body = event.json(out.budget());
-        self.deliver(dest, &body, true, out);
+        // The id rides in a header on every MESSAGE (headers cost VDSM's clients
+        // nothing); in the body only for a subscription that asked (`since`).
+        let body = event.json(out.budget(), resumable);
+        let id = event.id().to_string();
+        self.deliver(dest, &body, true, Some(&id), out);
+    }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        // An ERROR: STOMP's word for "this session is over", with what was lost.
+        let mut f = frames::error(
+            &format!("events lost ({}); subscribe again with since", notice.reason),
+            None,
+        );
+        f.push_header("first-lost", &notice.first_lost.to_string());
+        self.emit(&f, out);
+        self.state = State::Failed;
     }
 
     fn tick(&mut self, idle_for: Duration, out: &mut Out) -> Result<(), Close> {

@@ -34,19 +34,24 @@ pub(crate) fn error(message: &str, receipt: Option<&str>) -> Frame {
 /// A JSON body delivered to one subscription: the MESSAGE head written here, the body
 /// appended without a copy when big (`shared`: bytes other connections send too, an
 /// event's encoding), then the NUL that ends the frame.
+/// An event's MESSAGE carries its id as `event-id` (for `since` on a later SUBSCRIBE).
 pub(crate) fn put_message(
     destination: &str,
     subscription: &str,
     message_id: &str,
     body: &Bytes,
     shared: bool,
+    event_id: Option<&str>,
     out: &mut Out,
 ) {
-    let head = Frame::new(Command::Message)
+    let mut head = Frame::new(Command::Message)
         .header("destination", destination)
         .header("subscription", subscription)
         .header("message-id", message_id)
         .header("content-type", "application/json");
+    if let Some(id) = event_id {
+        head.push_header("event-id", id);
+    }
     if let Err(e) = encode_frame_head(&head, body.len(), out) {
         tracing::error!(error = %e, "cannot encode a STOMP MESSAGE; dropped");
         return;

@@ -9,7 +9,7 @@
 
 use crate::config::WsConfig;
 use crate::conn::out::Out;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
 use bytes::{Buf, BytesMut};
 use rpcmux_websocket::{self as frames, Header};
@@ -47,7 +47,8 @@ pub(crate) trait Messages: Send {
     }
 
     fn reply(&mut self, done: Self::Done, out: &mut Out);
-    fn event(&mut self, event: &Event, out: &mut Out);
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out);
+    fn lost(&mut self, notice: &Lost, out: &mut Out);
 
     /// The subprotocol's own keep-alive (STOMP heart-beats).
     fn tick(&mut self, _idle_for: Duration, _out: &mut Out) -> Result<(), Close> {
@@ -313,9 +314,15 @@ impl<M: Messages> Framer for Ws<M> {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
         if !self.closed {
-            self.msgs.event(event, out);
+            self.msgs.event(event, resumable, out);
+        }
+    }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        if !self.closed {
+            self.msgs.lost(notice, out);
         }
     }
 
@@ -393,7 +400,8 @@ mod tests {
             Ok(false)
         }
         fn reply(&mut self, _: (), _: &mut Out) {}
-        fn event(&mut self, _: &Event, _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: bool, _: &mut Out) {}
+        fn lost(&mut self, _: &Lost, _: &mut Out) {}
     }
 
     fn ws() -> Ws<Record> {

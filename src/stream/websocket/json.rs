@@ -4,7 +4,7 @@
 //! messages. The answering is `rpc/jsonrpc.rs`'s, as for HTTP and raw TCP.
 
 use crate::conn::out::Out;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::rpc::jsonrpc::{self, Bounds};
 use crate::stream::driver::{Calls, Close};
 use crate::stream::websocket::conn::Messages;
@@ -63,9 +63,13 @@ impl Messages for JsonWs {
         }
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
-        let body = event.json(out.budget());
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+        let body = event.json(out.budget(), resumable);
         frames::put_header(out, frames::TEXT, body.len(), None);
         out.put_shared(body);
+    }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        frames::put_frame(out, frames::TEXT, &notice.json());
     }
 }

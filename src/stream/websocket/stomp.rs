@@ -5,7 +5,7 @@
 //! EOL); what the session writes in one step goes out as one text message.
 
 use crate::conn::out::Out;
-use crate::events::Event;
+use crate::events::{Event, Lost};
 use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer};
 use crate::stream::stomp::Stomp;
@@ -104,8 +104,13 @@ impl Messages for StompWs {
         self.more |= !self.stream.is_empty() || self.inner.has_pending();
     }
 
-    fn event(&mut self, event: &Event, out: &mut Out) {
-        self.inner.event(event, &mut self.scratch);
+    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+        self.inner.event(event, resumable, &mut self.scratch);
+        self.flush(out);
+    }
+
+    fn lost(&mut self, notice: &Lost, out: &mut Out) {
+        self.inner.lost(notice, &mut self.scratch);
         self.flush(out);
     }
 

@@ -1,0 +1,203 @@
+//! Events that lose nothing (issue 40), on one instance: every event has an id, a
+//! subscriber that was cut off resumes with `since` and gets what it missed in order
+//! with no gap or duplicate at the seam, a `since` the window no longer covers is
+//! refused in the caller's protocol, and STOMP MESSAGEs carry `event-id`.
+
+use crate::common::hostile::{Lines, Stomp, EVENTS, KIB};
+use crate::common::*;
+use rpcmux_stomp::{Command, Frame};
+use serde_json::Value;
+
+/// Publish `|resume|N` carrying `n: N` (over a raw-TCP connection of its own).
+fn publish(publisher: &mut Lines, n: u64) {
+    let call = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|resume|{n}\",\"params\":{{\"n\":{n}}}}},\"id\":{n}}}\n"
+    );
+    publisher.send(call.as_bytes()).unwrap();
+    let r = publisher.json(KIB).expect("publish answered");
+    assert!(r["result"].is_i64(), "{r}");
+}
+
+/// A subscriber's connection: replayed events come before `subscribe`'s reply (events
+/// a call causes reach its caller before its reply), so they wait here to be read.
+struct Sub {
+    c: Lines,
+    early: std::collections::VecDeque<Value>,
+}
+
+impl Sub {
+    fn connect(addr: std::net::SocketAddr) -> Sub {
+        Sub {
+            c: Lines::connect(addr).unwrap(),
+            early: Default::default(),
+        }
+    }
+}
+
+/// Subscribe to `|resume` with `params` (JSON text), returning the reply.
+fn subscribe(s: &mut Sub, params: &str) -> Value {
+    let call = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":{params},\"id\":\"s\"}}\n");
+    s.c.send(call.as_bytes()).unwrap();
+    loop {
+        let v = s.c.json(KIB).expect("subscribe answered");
+        if v["id"] == "s" {
+            return v;
+        }
+        s.early.push_back(v);
+    }
+}
+
+/// The next event notification: (its `n`, its `event_id`).
+fn next_event(s: &mut Sub) -> (u64, String) {
+    let v = match s.early.pop_front() {
+        Some(v) => v,
+        None => s.c.json(KIB).expect("an event"),
+    };
+    let n = v["params"]["n"].as_u64().unwrap_or_else(|| panic!("not an event: {v}"));
+    let id = v["params"]["event_id"].as_str().unwrap_or_else(|| panic!("no event_id: {v}"));
+    (n, id.to_owned())
+}
+
+#[test]
+fn a_subscriber_cut_off_resumes_with_since_and_misses_nothing() {
+    let srv = Server::start(&[]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    let mut sub = Sub::connect(srv.addr);
+    let r = subscribe(&mut sub, r#"{"pattern":"|resume","resumable":true}"#);
+    assert!(r["result"].is_u64(), "{r}");
+    for n in 1..=50 {
+        publish(&mut publisher, n);
+    }
+    let mut last = String::new();
+    for want in 1..=20 {
+        let (n, id) = next_event(&mut sub);
+        assert_eq!(n, want);
+        last = id;
+    }
+    // Cut off after the 20th (the rest it had queued are gone with the connection);
+    // more are published meanwhile.
+    drop(sub);
+    for n in 51..=80 {
+        publish(&mut publisher, n);
+    }
+    let mut sub = Sub::connect(srv.addr);
+    let r = subscribe(&mut sub, &format!(r#"["|resume", "{last}"]"#));
+    assert!(r["result"].is_u64(), "{r}");
+    for n in 81..=90 {
+        publish(&mut publisher, n);
+    }
+    let mut ids = std::collections::HashSet::new();
+    for want in 21..=90 {
+        let (n, id) = next_event(&mut sub);
+        assert_eq!(n, want, "in order, no gap and no duplicate at the seam");
+        assert!(ids.insert(id), "each id once");
+    }
+}
+
+#[test]
+fn since_too_old_or_garbage_is_refused_and_nothing_is_subscribed() {
+    let srv = Server::start(&["--events-retain", "5"]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    let mut sub = Sub::connect(srv.addr);
+    let r = subscribe(&mut sub, r#"{"pattern":"|resume","resumable":true}"#);
+    assert_eq!(r["result"], 1, "{r}");
+    publish(&mut publisher, 1);
+    let (_, first) = next_event(&mut sub);
+    for n in 2..=10 {
+        publish(&mut publisher, n);
+    }
+    let mut late = Sub::connect(srv.addr);
+    // Only the last five are retained: the first is too old, and the answer says so.
+    let r = subscribe(&mut late, &format!(r#"["|resume", "{first}"]"#));
+    assert_eq!(r["error"]["code"], -32007, "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    let origin = first.split('-').next().unwrap();
+    assert!(message.contains(&format!("{origin}-6")), "names the oldest retained: {message}");
+    let r = subscribe(&mut late, r#"["|resume", "yesterday"]"#);
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    // Neither attempt subscribed: the next subscription is this connection's first,
+    // and "0" replays exactly what is retained.
+    let r = subscribe(&mut late, r#"["|resume", "0"]"#);
+    assert_eq!(r["result"], 1, "{r}");
+    let replayed: Vec<u64> = (0..5).map(|_| next_event(&mut late).0).collect();
+    assert_eq!(replayed, [6, 7, 8, 9, 10]);
+}
+
+#[test]
+fn stomp_messages_carry_event_id_and_since_resumes() {
+    let srv = Server::start(&[]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    let mut stomp = StompSub::open(srv.addr, None);
+    publish(&mut publisher, 1);
+    publish(&mut publisher, 2);
+    let first = stomp.next_message();
+    let id = first.get("event-id").expect("event-id header").to_owned();
+    let body: Value = serde_json::from_slice(&first.body).unwrap();
+    assert!(body["params"].get("event_id").is_none(), "not in the body unless asked: {body}");
+    let _ = stomp.next_message();
+    publish(&mut publisher, 3);
+    // A new session resumes after the first event.
+    let mut again = StompSub::open(srv.addr, Some(&id));
+    let ns: Vec<u64> = (0..2)
+        .map(|_| {
+            let m = again.next_message();
+            let body: Value = serde_json::from_slice(&m.body).unwrap();
+            assert!(body["params"]["event_id"].is_string(), "resumable: {body}");
+            body["params"]["n"].as_u64().unwrap()
+        })
+        .collect();
+    assert_eq!(ns, [2, 3]);
+    // A since older than the window is an ERROR frame naming the oldest retained id.
+    let mut late = Stomp::open(srv.addr).unwrap();
+    let mut f = Frame::new(Command::Subscribe)
+        .header("id", "ev")
+        .header("destination", EVENTS);
+    f.push_header("since", "0123456789abcdef-1");
+    late.send(&f).unwrap();
+    let e = late.frame().unwrap();
+    assert_eq!(e.command, Command::Error);
+    assert!(e.get("message").unwrap().contains("older"), "{:?}", e.get("message"));
+}
+
+/// A STOMP session subscribed to the event destination; the MESSAGEs replayed before
+/// the SUBSCRIBE's RECEIPT wait here to be read.
+struct StompSub {
+    s: Stomp,
+    early: std::collections::VecDeque<Frame>,
+}
+
+impl StompSub {
+    fn open(addr: std::net::SocketAddr, since: Option<&str>) -> StompSub {
+        let mut s = Stomp::open(addr).unwrap();
+        let mut f = Frame::new(Command::Subscribe)
+            .header("id", "ev")
+            .header("destination", EVENTS)
+            .header("receipt", "sub");
+        if let Some(since) = since {
+            f.push_header("since", since);
+        }
+        s.send(&f).unwrap();
+        let mut early = std::collections::VecDeque::new();
+        loop {
+            let f = s.frame().expect("a RECEIPT");
+            match f.command {
+                Command::Receipt => return StompSub { s, early },
+                Command::Message => early.push_back(f),
+                other => panic!("{other:?}: {f:?}"),
+            }
+        }
+    }
+
+    /// The next MESSAGE (skipping anything else).
+    fn next_message(&mut self) -> Frame {
+        if let Some(f) = self.early.pop_front() {
+            return f;
+        }
+        loop {
+            let f = self.s.frame().expect("a frame");
+            if f.command == Command::Message {
+                return f;
+            }
+        }
+    }
+}
