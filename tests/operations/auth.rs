@@ -267,3 +267,112 @@ fn authenticated_callers_introspect_and_refusals_name_the_name_asked_for() {
         .unwrap();
     assert_eq!(error_code(&anon.json(1 << 20).unwrap()), Some(-32020));
 }
+
+/// `POST /RPC2` with `Authorization: auth`, the connection kept open (keep-alive).
+fn keep_alive_post(auth: &str) -> Vec<u8> {
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"echo","params":["x"]}"#;
+    let mut req = format!(
+        "POST /RPC2 HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: {auth}\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    req.extend_from_slice(body);
+    req
+}
+
+fn basic(user: &str, password: &str) -> String {
+    use base64::Engine;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {b64}")
+}
+
+/// Issue 39, finding 9: after the password changes and SIGHUP, an open keep-alive
+/// connection that proved the old password is asked for it again, and refused: the
+/// connection's memory of its credentials is good for one policy generation only.
+#[test]
+fn sighup_reaches_a_live_keep_alive_connection() {
+    use crate::common::hostile::{dial, read_response, ANSWER_TIMEOUT};
+    use std::io::Write;
+    let dir = scratch("sighup-live");
+    let creds = credentials(&dir, "");
+    let srv = Server::start(&["--auth", creds.to_str().unwrap()]);
+    let mut keep = dial(srv.addr, ANSWER_TIMEOUT).unwrap();
+    let old = basic("alice", "wonderland");
+    keep.write_all(&keep_alive_post(&old)).unwrap();
+    let r = read_response(&mut keep, 1 << 16).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    // A new password for alice, hashed by `rpcmux passwd` as the old one was.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .arg("passwd")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin.take().unwrap().write_all(b"looking-glass\n")?;
+            c.wait_with_output()
+        })
+        .unwrap();
+    let new_hash = String::from_utf8(out.stdout).unwrap();
+    let current = std::fs::read_to_string(&creds).unwrap();
+    let old_hash = current.split('"').nth(3).unwrap().to_owned();
+    std::fs::write(&creds, current.replace(&old_hash, new_hash.trim())).unwrap();
+    srv.sighup();
+    srv.wait_count(
+        "credentials reloaded",
+        1,
+        std::time::Duration::from_secs(10),
+    );
+    keep.write_all(&keep_alive_post(&old)).unwrap();
+    let r = read_response(&mut keep, 1 << 16).unwrap();
+    assert_eq!(
+        r.status,
+        401,
+        "the old password on the live connection: {}",
+        r.text()
+    );
+    // The new one works, on a fresh connection.
+    let mut fresh = dial(srv.addr, ANSWER_TIMEOUT).unwrap();
+    fresh
+        .write_all(&keep_alive_post(&basic("alice", "looking-glass")))
+        .unwrap();
+    let r = read_response(&mut fresh, 1 << 16).unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+}
+
+/// Issue 39, finding 11: wrong passwords lock a name out whether the file has it or
+/// not, and both are answered alike (`429`, the same text but for the seconds): the
+/// lockout does not tell who exists. Each attempt from its own address, so only the
+/// name is counted. (No timing: each name is tried until its first 429.)
+#[test]
+fn a_lockout_tells_nothing_of_who_exists() {
+    use crate::common::hostile::{dial_from, post_bytes, read_response, ANSWER_TIMEOUT, JSON};
+    use std::io::Write;
+    let srv = start("lockout-alike");
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"echo","params":["x"]}"#;
+    let mut n = 0u8;
+    let mut attempt = |user: &str| {
+        n += 1;
+        let from = std::net::IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 9, n));
+        let mut s = dial_from(from, srv.addr, ANSWER_TIMEOUT).unwrap();
+        let auth = basic(user, "guess");
+        s.write_all(&post_bytes(&[JSON, ("Authorization", &auth)], body))
+            .unwrap();
+        read_response(&mut s, 1 << 16).unwrap()
+    };
+    let mut locked = Vec::new();
+    for user in ["alice", "nobody"] {
+        let first_429 = (0..12).find_map(|i| {
+            let r = attempt(user);
+            match r.status {
+                401 => None,
+                429 => Some(r),
+                other => panic!("{user}: HTTP {other}: {}", r.text()),
+            }
+        });
+        let r = first_429.unwrap_or_else(|| panic!("{user} was never locked out"));
+        assert!(r.header("Retry-After").is_some(), "{}", r.head);
+        let text: String = r.text().chars().filter(|c| !c.is_ascii_digit()).collect();
+        locked.push((user, text));
+    }
+    assert_eq!(locked[0].1, locked[1].1, "answered alike: {locked:?}");
+}
