@@ -405,7 +405,7 @@ fn event_sessions(l: &Link) -> Result<(), String> {
         arrived("a-got-both"),
         arrived("b-got-both"),
         arrived("b-after").map_err(|e| format!("after a's reset: {e}")),
-        match a_seen.iter().find(|e| **e == J::from(ev("b"))) {
+        match a_seen.iter().find(|e| **e == ev("b")) {
             Some(leak) => Err(format!("b's event {leak} arrived on a: {a_seen:?}")),
             None => Ok(()),
         },
