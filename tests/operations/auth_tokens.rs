@@ -72,3 +72,21 @@ fn es256_tokens_from_pyjwt() {
 fn eddsa_tokens_from_pyjwt() {
     check("eddsa");
 }
+
+/// Issue 39, finding 8: with no `audience` in `[jwt]`, a token that carries an `aud`
+/// (made for some other service) is refused over Bearer and `rpc.login`; one without
+/// is served. Tokens by PyJWT (tests/python/jwt_aud.py).
+#[test]
+fn tokens_for_another_audience_are_refused_when_none_is_configured() {
+    let dir = KeyDir(scratch("jwt-aud"));
+    let secret = "5ecd7e4a4d0c6f2a9be1c3a7f10d2e4b8a6c0f1e2d3c4b5a69788796a5b4c3d2";
+    std::fs::write(dir.0.join("jwt.hex"), secret).unwrap();
+    let more = "[users.root]\nallow = [\"*\"]\n[jwt]\nhs256_secret_file = \"jwt.hex\"\n";
+    let creds = credentials(&dir.0, more);
+    let srv = Server::start(&["--auth", creds.to_str().unwrap()]);
+    let out = run_py(
+        "jwt_aud.py",
+        &["127.0.0.1", &srv.addr.port().to_string(), secret],
+    );
+    assert_eq!(out.trim().lines().last(), Some("ok"), "{out}");
+}
