@@ -595,3 +595,65 @@ fn each_uid_is_throttled_on_its_own() {
     drop(srv);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's Unix-socket block, as pasted (its socket file and port moved to free
+/// ones): twice in a row it waits for its own server, calls it over the socket and
+/// stops it; with its port taken it says the server did not start, rather than let
+/// the calls fail silently or reach another server.
+#[test]
+fn the_readme_block_waits_for_its_own_server() {
+    let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
+    let start = readme
+        .find("out=$(mktemp); rpcmux serve --listen 127.0.0.1:54322 --listen unix:/tmp/rpcmux.sock")
+        .expect("the Unix-socket block in README.md");
+    let end = start + readme[start..].find("\n```").unwrap();
+    let dir = sock_dir("readme");
+    let sock = dir.join("rpcmux.sock");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let block = readme[start..end]
+        .replace("/tmp/rpcmux.sock", sock.to_str().unwrap())
+        .replace("127.0.0.1:54322", &format!("127.0.0.1:{port}"));
+    let bin = Path::new(env!("CARGO_BIN_EXE_rpcmux")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let paste = || {
+        Command::new("bash")
+            .args(["-c", &block])
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    for round in 1..=2 {
+        let out = paste();
+        let said = text(&out.stdout);
+        assert!(
+            said.contains(r#""principal":null"#),
+            "round {round}: {said} {}",
+            text(&out.stderr)
+        );
+        assert!(said.trim_end().ends_with("42"), "round {round}: {said}");
+        // `kill %1` stops it: the socket file goes with the server.
+        let gone = std::time::Instant::now() + Duration::from_secs(30);
+        while sock.exists() {
+            assert!(std::time::Instant::now() < gone, "the socket file stayed");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let out = paste();
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("rpcmux serve did not start: its error is above"),
+        "{err}"
+    );
+    assert!(err.contains("Address already in use"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
