@@ -361,7 +361,7 @@ fn a_lockout_tells_nothing_of_who_exists() {
     };
     let mut locked = Vec::new();
     for user in ["alice", "nobody"] {
-        let first_429 = (0..12).find_map(|i| {
+        let first_429 = (0..12).find_map(|_| {
             let r = attempt(user);
             match r.status {
                 401 => None,
