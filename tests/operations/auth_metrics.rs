@@ -96,3 +96,41 @@ fn logins_and_denials_are_counted_without_secrets() {
         assert!(!srv.log().contains(secret), "a secret in the log: {secret}");
     }
 }
+
+/// Issue 39 (smaller): a Bearer token on a keep-alive connection is verified once, as a
+/// Basic password is: ten requests, one token login counted.
+#[test]
+fn a_bearer_token_is_verified_once_per_keep_alive_connection() {
+    use crate::common::hostile::{dial, read_response, ANSWER_TIMEOUT};
+    use std::io::Write;
+    let dir = scratch("bearer-memo");
+    std::fs::write(dir.join("jwt.hex"), "ab".repeat(32)).unwrap();
+    let creds = credentials(&dir, "[jwt]\nhs256_secret_file = \"jwt.hex\"\n");
+    let srv = Server::start(&["--auth", creds.to_str().unwrap()]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .args(["token", "--auth", creds.to_str().unwrap(), "--sub", "alice"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let body = br#"{"jsonrpc":"2.0","id":1,"method":"echo","params":["x"]}"#;
+    let mut keep = dial(srv.addr, ANSWER_TIMEOUT).unwrap();
+    for _ in 0..10 {
+        let mut req = format!(
+            "POST / HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        )
+        .into_bytes();
+        req.extend_from_slice(body);
+        keep.write_all(&req).unwrap();
+        let r = read_response(&mut keep, 1 << 16).unwrap();
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let text = metrics(&srv);
+    let ok = sample(
+        &text,
+        "rpcmux_logins_total",
+        &["via=\"token\"", "outcome=\"ok\""],
+    );
+    assert_eq!(ok, 1.0, "{text}");
+}
