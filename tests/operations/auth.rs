@@ -376,3 +376,48 @@ fn a_lockout_tells_nothing_of_who_exists() {
     }
     assert_eq!(locked[0].1, locked[1].1, "answered alike: {locked:?}");
 }
+
+/// Issue 39 (smaller): a verb glob of the credentials file that matches no verb is
+/// warned about at start with its place, and again by a reload; and the config file's
+/// `[auth] file`, relative, is found beside the config file whatever the server's
+/// working directory (one rule for relative paths in every file).
+#[test]
+fn globs_matching_no_verb_are_warned_and_paths_are_beside_their_file() {
+    let dir = scratch("globs-relative");
+    let creds = credentials(&dir, "[users.bob]\nallow = [\"Vm.*\"]\n");
+    let config = dir.join("rpcmux.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = [\"127.0.0.1:0\"]\ndemo = true\n[auth]\nfile = \"{}\"\n",
+            creds.file_name().unwrap().to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    // The test's working directory is not `dir`: the relative name resolves beside
+    // the config file or not at all.
+    assert_ne!(std::env::current_dir().unwrap(), dir);
+    let srv = Server::start(&["--config", config.to_str().unwrap()]);
+    srv.wait_count(
+        "users.bob.allow[0] \"Vm.*\" matches no verb",
+        1,
+        std::time::Duration::from_secs(10),
+    );
+    srv.sighup();
+    srv.wait_count(
+        "users.bob.allow[0] \"Vm.*\" matches no verb",
+        2,
+        std::time::Duration::from_secs(10),
+    );
+    // The credentials are in force: anonymous may ping, not echo.
+    let (_, _, body) = http_post(
+        srv.addr,
+        None,
+        br#"{"jsonrpc":"2.0","method":"echo","params":[1],"id":1}"#,
+    );
+    assert!(
+        String::from_utf8_lossy(&body).contains("-32020"),
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+}
