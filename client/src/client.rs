@@ -2,6 +2,7 @@
 
 use crate::dial::Endpoint;
 use crate::error::ClientError;
+use crate::event::Event;
 use crate::login::login;
 use crate::opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts};
 #[cfg(feature = "raw-streams")]
@@ -157,6 +158,60 @@ impl Client {
             }
         };
         tokio::time::timeout(self.timeout, call)
+            .await
+            .map_err(|_| ClientError::Timeout(self.timeout))?
+    }
+}
+
+/// The events one connection receives (see [`Client::events`]); ends with the connection.
+pub struct Events(tokio::sync::mpsc::Receiver<Event>);
+
+impl Events {
+    /// The next event, in the order the server sent them; `None` once the connection
+    /// is over (closed, failed, or the client dropped).
+    pub async fn next(&mut self) -> Option<Event> {
+        self.0.recv().await
+    }
+}
+
+impl Client {
+    /// The events this connection receives from now on, on every subscription (events
+    /// before the first call of this are dropped, as they are when nobody asks): take
+    /// them before [`Client::subscribe`]. `None` on HTTP, which carries no events, and
+    /// when taken already. A reader that does not keep up holds the connection's
+    /// reading back, replies included; the server tells a subscriber that falls too
+    /// far behind with [`Event::LOST`] and closes it.
+    pub fn events(&self) -> Option<Events> {
+        match &self.inner {
+            Inner::Http(_) => None,
+            Inner::Stream(s) => s.events().map(Events),
+        }
+    }
+
+    /// Subscribe this connection to the events whose name matches `pattern` (`*` for
+    /// all; see [`pattern_matches`](crate::pattern_matches)), resumable: each event
+    /// carries its id ([`Event::id`]). With `since` (an id received before, or `"0"`
+    /// for everything the server still retains) the retained events after it come
+    /// first, in order, then live ones. `Ok(Ok(_))`: subscribed; `Ok(Err(e))`: refused
+    /// (-32007 when `since` is older than what is retained, the message naming the
+    /// oldest retained id; -32602 for a `since` that is no id).
+    ///
+    /// Replayed events arrive before the reply: read [`Client::events`] while this
+    /// runs, or more than a few hundred of them hold the reply back until the timeout.
+    /// STOMP subscribes to every event (its event destination): apply the pattern to
+    /// the events received.
+    pub async fn subscribe(
+        &self,
+        pattern: &str,
+        since: Option<&str>,
+    ) -> Result<Reply, ClientError> {
+        let Inner::Stream(s) = &self.inner else {
+            return Err(ClientError::Unsupported(format!(
+                "{} cannot carry events; use jsonrpc-tcp, msgpack, stomp, jsonrpc-ws or stomp-ws",
+                self.proto
+            )));
+        };
+        tokio::time::timeout(self.timeout, s.subscribe(pattern, since))
             .await
             .map_err(|_| ClientError::Timeout(self.timeout))?
     }

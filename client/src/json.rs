@@ -4,7 +4,7 @@
 //! with a `method` member is a server notification (an event), not a reply.
 
 use super::stream::Incoming;
-use super::ClientError;
+use super::{ClientError, Event};
 use rpcmux_jsonrpc::Id;
 use rpcmux_value::Params;
 
@@ -13,10 +13,10 @@ pub(crate) fn write_call(out: &mut Vec<u8>, id: u32, method: &str, params: &Para
     rpcmux_jsonrpc::write_request(out, Some(&Id::from(u64::from(id))), method, params);
 }
 
-/// Read one JSON-RPC message: a reply to call `id`, or a notification.
+/// Read one JSON-RPC message: a reply to call `id`, or a notification (an event).
 pub(crate) fn read_message(body: &[u8]) -> Result<Incoming, ClientError> {
     let Some(r) = parse(body)? else {
-        return Ok(Incoming::Other);
+        return Ok(notification(body).map_or(Incoming::Other, Incoming::Event));
     };
     let id = match &r.id {
         Id::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
@@ -33,6 +33,17 @@ pub(crate) fn read_message(body: &[u8]) -> Result<Incoming, ClientError> {
             "reply without a usable id: {}",
             snippet(body, 200)
         ))),
+    }
+}
+
+/// A notification's method and params as an event.
+fn notification(body: &[u8]) -> Option<Event> {
+    match rpcmux_jsonrpc::parse(body) {
+        Ok(rpcmux_jsonrpc::Incoming::Single(Ok(r))) => Some(Event::from_notification(
+            r.method,
+            Event::params_value(r.params),
+        )),
+        _ => None,
     }
 }
 
@@ -90,10 +101,15 @@ mod tests {
             panic!()
         };
         assert_eq!(reply, Err(RpcError::new(1, "no VM").with_data(3.into())));
-        assert!(matches!(
-            read_message(br#"{"jsonrpc":"2.0","method":"|virt|x","params":{}}"#),
-            Ok(Incoming::Other)
-        ));
+        let Ok(Incoming::Event(e)) = read_message(
+            br#"{"jsonrpc":"2.0","method":"|virt|x","params":{"a":1,"event_id":"0000000000000001-2"}}"#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            (e.name.as_str(), e.id.as_deref()),
+            ("|virt|x", Some("0000000000000001-2"))
+        );
         assert!(read_message(br#"{"jsonrpc":"2.0","result":1,"id":"x"}"#).is_err());
         assert!(read_message(b"<html>").is_err());
         let null_id =

@@ -41,6 +41,8 @@ mod client;
 mod credentials;
 mod dial;
 mod error;
+mod event;
+mod follow;
 mod http;
 mod json;
 mod jsonrpc_tcp;
@@ -53,10 +55,12 @@ mod tls;
 mod ws;
 mod xmlrpc;
 
-pub use client::Client;
+pub use client::{Client, Events};
 pub use credentials::Credentials;
 pub use dial::Endpoint;
 pub use error::ClientError;
+pub use event::{pattern_matches, Event};
+pub use follow::{Follow, FollowError, Followed};
 pub use opts::{ClientProto, ConnectOpts, Io, Reply, StompOpts, TlsOpts};
 pub use tls::handshake as tls_handshake;
 

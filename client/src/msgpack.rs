@@ -3,7 +3,7 @@
 //! codec crate's [`value_to_error`], which knows rpcmux's and other servers' shapes).
 
 use super::stream::{Decode, Encode, Incoming, Parts};
-use super::{ClientError, ConnectOpts, Io};
+use super::{ClientError, ConnectOpts, Event, Io};
 use bytes::{Bytes, BytesMut};
 use rpcmux_msgpack_rpc::{encode_request, value_to_error, Limits, Message, MsgpackRpcCodec};
 use rpcmux_value::{Params, Value};
@@ -59,7 +59,14 @@ impl Decode for Replies {
                 id: msgid,
                 reply: Err(value_to_error(&error)),
             },
-            // Server events ([2, name, params]) and anything else answer no call.
+            // Server events: [2, name, [params]] (the params as the one argument).
+            Message::Notification { method, mut params } => {
+                let params = match params.len() {
+                    1 => params.pop().unwrap_or(Value::Nil),
+                    _ => Value::Array(params),
+                };
+                Incoming::Event(Event::from_notification(method, params))
+            }
             _ => Incoming::Other,
         }))
     }

@@ -86,6 +86,8 @@ pub struct StompOpts {
     pub request_destination: String,
     /// Subscribed to at connect, and named in each SEND's `reply-to`.
     pub response_destination: String,
+    /// Where the server sends events (subscribed to by `Client::subscribe`).
+    pub event_destination: String,
 }
 
 impl Default for StompOpts {
@@ -93,6 +95,7 @@ impl Default for StompOpts {
         StompOpts {
             request_destination: "jms.topic.vdsm_requests".into(),
             response_destination: "jms.topic.vdsm_responses".into(),
+            event_destination: "jms.queue.events".into(),
         }
     }
 }

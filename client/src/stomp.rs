@@ -4,15 +4,19 @@
 //! response. Heart-beats are declined (`0,0`): calls carry their own timeout.
 
 use super::stream::{Decode, Encode, Incoming, Parts};
-use super::{json, ClientError, ConnectOpts, Io, StompOpts};
+use super::{json, ClientError, ConnectOpts, Event, Io, StompOpts};
 use bytes::{Bytes, BytesMut};
 use rpcmux_stomp::{encode_frame, Command, Frame, Item, Limits, StompCodec};
-use rpcmux_value::Params;
+use rpcmux_value::{Params, RpcError, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::codec::Decoder;
 
 /// The subscription id of the reply subscription (one per connection).
 const REPLY_SUB: &str = "rpcmux-client-replies";
+/// The subscription id of the event subscription (`Client::subscribe`).
+const EVENT_SUB: &str = "rpcmux-client-events";
+/// The receipt of an event SUBSCRIBE is this and the call id it answers as.
+const SUB_RECEIPT: &str = "rpcmux-client-sub-";
 
 pub(crate) async fn start<S: Io>(
     mut io: S,
@@ -110,6 +114,81 @@ impl Encode for Sends {
         encode_frame(&frame, &mut out).map_err(stomp_err)?;
         Ok(out.freeze())
     }
+
+    /// A SUBSCRIBE to the event destination (every event: the pattern is the
+    /// caller's to apply), `since` as a header, answered by a RECEIPT.
+    fn subscribe(
+        &self,
+        id: u32,
+        _pattern: &str,
+        since: Option<&str>,
+    ) -> Option<Result<Bytes, ClientError>> {
+        let mut frame = Frame::new(Command::Subscribe)
+            .header("destination", self.0.event_destination.as_str())
+            .header("id", EVENT_SUB)
+            .header("ack", "auto")
+            .header("receipt", format!("{SUB_RECEIPT}{id}"));
+        if let Some(since) = since {
+            frame.push_header("since", since);
+        }
+        let mut out = BytesMut::with_capacity(256);
+        Some(
+            encode_frame(&frame, &mut out)
+                .map_err(stomp_err)
+                .map(|()| out.freeze()),
+        )
+    }
+}
+
+/// A STOMP ERROR ends the session (the server closes it after): it answers the event
+/// SUBSCRIBE it refuses, or is the notice of events lost, or else every call in flight
+/// fails with it.
+fn error_frame(f: &Frame) -> Result<Incoming, ClientError> {
+    if let Some(id) = subscribe_answered(f) {
+        return Ok(Incoming::Reply {
+            id,
+            reply: Err(refusal(f)),
+        });
+    }
+    match f.get("first-lost") {
+        Some(first) => Ok(Incoming::Event(lost_notice(f, first))),
+        None => Err(ClientError::Protocol(error_text(f))),
+    }
+}
+
+/// The call id a RECEIPT or ERROR answers, when it answers an event SUBSCRIBE.
+fn subscribe_answered(f: &Frame) -> Option<u32> {
+    f.get("receipt-id")?.strip_prefix(SUB_RECEIPT)?.parse().ok()
+}
+
+/// The ERROR refusing an event SUBSCRIBE as the error reply the `subscribe` call gives
+/// on the other protocols: a `since` older than the window (-32007), else a bad one.
+fn refusal(f: &Frame) -> RpcError {
+    let message = f.get("message").unwrap_or("SUBSCRIBE refused");
+    let code = if message.contains("oldest retained") {
+        -32007
+    } else {
+        RpcError::INVALID_PARAMS
+    };
+    RpcError::new(code, message)
+}
+
+/// The ERROR closing a session that fell behind (header `first-lost`) as the
+/// `events.lost` notice the other protocols send.
+fn lost_notice(f: &Frame, first_lost: &str) -> Event {
+    let message = f.get("message").unwrap_or("");
+    let reason = match (message.find('('), message.find(')')) {
+        (Some(a), Some(b)) if a < b => &message[a + 1..b],
+        _ => message,
+    };
+    let mut m = rpcmux_value::Map::default();
+    m.insert("reason".into(), reason.into());
+    m.insert("first_lost".into(), first_lost.into());
+    Event {
+        name: Event::LOST.into(),
+        params: Value::Struct(Box::new(m)),
+        id: None,
+    }
 }
 
 struct Messages(StompCodec);
@@ -120,9 +199,24 @@ impl Decode for Messages {
             None => None,
             Some(Item::Heartbeat) => Some(Incoming::Other),
             Some(Item::Frame(f)) => match f.command {
-                Command::Message => Some(json::read_message(&f.body)?),
-                // A STOMP ERROR ends the session: every call in flight fails with it.
-                Command::Error => return Err(ClientError::Protocol(error_text(&f))),
+                Command::Message => Some(match json::read_message(&f.body)? {
+                    // The header names the event on every MESSAGE, asked for or not.
+                    Incoming::Event(mut e) => {
+                        if let Some(id) = f.get("event-id") {
+                            e.id = Some(id.to_owned());
+                        }
+                        Incoming::Event(e)
+                    }
+                    other => other,
+                }),
+                Command::Receipt => match subscribe_answered(&f) {
+                    Some(id) => Some(Incoming::Reply {
+                        id,
+                        reply: Ok(Value::Bool(true)),
+                    }),
+                    None => Some(Incoming::Other),
+                },
+                Command::Error => Some(error_frame(&f)?),
                 _ => Some(Incoming::Other),
             },
         })

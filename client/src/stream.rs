@@ -6,9 +6,9 @@
 //! Each protocol supplies only an [`Encode`] (request → bytes) and a [`Decode`]
 //! (bytes → replies); the rest is shared here.
 
-use super::{ClientError, Reply};
+use super::{ClientError, Event, Reply};
 use bytes::{Bytes, BytesMut};
-use rpcmux_value::Params;
+use rpcmux_value::{Params, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -19,6 +19,19 @@ use tokio::task::JoinHandle;
 pub trait Encode: Send + Sync + 'static {
     /// The bytes of one call of `method` with `params`, tagged with `id`.
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError>;
+
+    /// The bytes that subscribe to events matching `pattern` (after `since`), answered
+    /// as call `id`, for a protocol that does not subscribe with a call (STOMP's
+    /// SUBSCRIBE); `None`: the `subscribe` call does it.
+    fn subscribe(
+        &self,
+        id: u32,
+        pattern: &str,
+        since: Option<&str>,
+    ) -> Option<Result<Bytes, ClientError>> {
+        let _ = (id, pattern, since);
+        None
+    }
 }
 
 /// What the reader found next in the byte stream.
@@ -30,7 +43,9 @@ pub enum Incoming {
         /// Its result or error reply.
         reply: Reply,
     },
-    /// Something that answers no call (a notification, an event, a heart-beat): skipped.
+    /// An event (a server notification), or the server's `events.lost` notice.
+    Event(Event),
+    /// Something that answers no call (a heart-beat, another notification): skipped.
     Other,
 }
 
@@ -65,6 +80,10 @@ fn lock(p: &Mutex<Pending>) -> std::sync::MutexGuard<'_, Pending> {
     p.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+fn lock_sink(s: &EventSink) -> std::sync::MutexGuard<'_, Option<mpsc::Sender<Event>>> {
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A stream protocol ready to carry calls but not yet driven: the connection, the
 /// bytes read past its handshake, and the protocol's encoder and decoder.
 /// The [`Client`](crate::Client) drives it with a reader and a writer task; `rpcmux bench`
@@ -80,9 +99,16 @@ pub struct Parts<S> {
     pub decode: Box<dyn Decode>,
 }
 
+/// Where the reader hands events: nowhere until someone asks for them.
+type EventSink = Arc<Mutex<Option<mpsc::Sender<Event>>>>;
+
+/// Events a connection holds for a slow reader before it stops reading the socket.
+const EVENTS_HELD: usize = 256;
+
 pub(crate) struct StreamClient {
     encode: Box<dyn Encode>,
     pending: Arc<Mutex<Pending>>,
+    events: EventSink,
     to_writer: mpsc::Sender<Bytes>,
     tasks: [JoinHandle<()>; 2],
 }
@@ -116,17 +142,73 @@ impl StreamClient {
         let pending = Arc::new(Mutex::new(Pending::default()));
         // Bounded: callers wait (backpressure) if the socket cannot keep up.
         let (to_writer, rx) = mpsc::channel(1024);
-        let reader = tokio::spawn(read_loop(rd, input, decode, pending.clone(), max_reply));
+        let events = EventSink::default();
+        let reader = tokio::spawn(read_loop(
+            rd,
+            input,
+            decode,
+            pending.clone(),
+            events.clone(),
+            max_reply,
+        ));
         let writer = tokio::spawn(write_loop(wr, rx, pending.clone()));
         StreamClient {
             encode,
             pending,
+            events,
             to_writer,
             tasks: [reader, writer],
         }
     }
 
     pub(crate) async fn call(&self, method: &str, params: &Params) -> Result<Reply, ClientError> {
+        self.exchange(|id| self.encode.encode(id, method, params))
+            .await
+    }
+
+    /// Subscribe to events matching `pattern`, resumable (after `since`): STOMP's
+    /// SUBSCRIBE, else the `subscribe` call with `resumable` (by position, as
+    /// msgpack-rpc carries params).
+    pub(crate) async fn subscribe(
+        &self,
+        pattern: &str,
+        since: Option<&str>,
+    ) -> Result<Reply, ClientError> {
+        let params = Params::Positional(vec![
+            Value::from(pattern),
+            since.map_or(Value::Nil, Value::from),
+            Value::Bool(true),
+        ]);
+        self.exchange(|id| match self.encode.subscribe(id, pattern, since) {
+            Some(bytes) => bytes,
+            None => self.encode.encode(id, "subscribe", &params),
+        })
+        .await
+    }
+
+    /// The events this connection receives from now on (events before are dropped);
+    /// the channel ends when the connection does. Once per connection.
+    pub(crate) fn events(&self) -> Option<mpsc::Receiver<Event>> {
+        let (tx, rx) = mpsc::channel(EVENTS_HELD);
+        {
+            let mut sink = lock_sink(&self.events);
+            if sink.is_some() {
+                return None;
+            }
+            *sink = Some(tx);
+        }
+        // Dead already: the reader has gone (or goes) without taking the sender along.
+        if self.is_closed() {
+            lock_sink(&self.events).take();
+        }
+        Some(rx)
+    }
+
+    /// Send the bytes `write(id)` gives, a call with a fresh id, and wait for its reply.
+    async fn exchange(
+        &self,
+        write: impl FnOnce(u32) -> Result<Bytes, ClientError>,
+    ) -> Result<Reply, ClientError> {
         let (tx, rx) = oneshot::channel();
         let id = {
             let mut p = lock(&self.pending);
@@ -147,7 +229,7 @@ impl StreamClient {
             id,
             armed: true,
         };
-        let bytes = self.encode.encode(id, method, params)?;
+        let bytes = write(id)?;
         if self.to_writer.send(bytes).await.is_err() {
             return Err(ClientError::NotSent("writer stopped".into()));
         }
@@ -179,10 +261,23 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
     mut buf: BytesMut,
     mut decode: Box<dyn Decode>,
     pending: Arc<Mutex<Pending>>,
+    events: EventSink,
     max_reply: usize,
 ) {
+    let mut got = Vec::new();
     let why = loop {
-        match drain(&mut buf, decode.as_mut(), &pending) {
+        let drained = drain(&mut buf, decode.as_mut(), &pending, &mut got);
+        // Events wait for their reader (backpressure onto the socket, and so onto the
+        // server, which tells a subscriber that falls too far behind).
+        for e in got.drain(..) {
+            let sink = lock_sink(&events).clone();
+            if let Some(tx) = sink {
+                if tx.send(e).await.is_err() {
+                    lock_sink(&events).take();
+                }
+            }
+        }
+        match drained {
             Ok(()) => {}
             Err(e) => break e.to_string(),
         }
@@ -198,6 +293,7 @@ async fn read_loop<R: tokio::io::AsyncRead + Unpin>(
         }
     };
     lock(&pending).kill(why);
+    lock_sink(&events).take();
 }
 
 /// Decode every complete message in `buf` and complete the calls they answer.
@@ -205,13 +301,18 @@ fn drain(
     buf: &mut BytesMut,
     decode: &mut dyn Decode,
     pending: &Mutex<Pending>,
+    events: &mut Vec<Event>,
 ) -> Result<(), ClientError> {
     while let Some(item) = decode.decode(buf)? {
-        if let Incoming::Reply { id, reply } = item {
-            // A reply for an id nobody waits for answers a call that timed out: drop it.
-            if let Some(w) = lock(pending).waiters.remove(&id) {
-                let _ = w.send(Ok(reply));
+        match item {
+            Incoming::Reply { id, reply } => {
+                // A reply for an id nobody waits for answers a call that timed out.
+                if let Some(w) = lock(pending).waiters.remove(&id) {
+                    let _ = w.send(Ok(reply));
+                }
             }
+            Incoming::Event(e) => events.push(e),
+            Incoming::Other => {}
         }
     }
     Ok(())

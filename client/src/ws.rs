@@ -148,13 +148,30 @@ struct Masked {
 impl Encode for Masked {
     fn encode(&self, id: u32, method: &str, params: &Params) -> Result<Bytes, ClientError> {
         let body = self.inner.encode(id, method, params)?;
+        Ok(self.frame(&body))
+    }
+
+    fn subscribe(
+        &self,
+        id: u32,
+        pattern: &str,
+        since: Option<&str>,
+    ) -> Option<Result<Bytes, ClientError>> {
+        let body = self.inner.subscribe(id, pattern, since)?;
+        Some(body.map(|b| self.frame(&b)))
+    }
+}
+
+impl Masked {
+    /// One masked text frame around `body`.
+    fn frame(&self, body: &[u8]) -> Bytes {
         let n = self
             .seed
             .fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
         let mask = (splitmix(n) as u32).to_ne_bytes();
         let mut out = BytesMut::with_capacity(body.len() + 14);
-        frames::put_masked(&mut out, frames::TEXT, &body, mask);
-        Ok(out.freeze())
+        frames::put_masked(&mut out, frames::TEXT, body, mask);
+        out.freeze()
     }
 }
 

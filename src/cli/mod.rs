@@ -12,6 +12,7 @@ mod serve;
 mod target;
 mod tls_args;
 mod token;
+mod watch;
 mod web_args;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -48,6 +49,12 @@ enum Command {
         connection closed, bad reply) or a bad command line."
     )]
     Call(call::CallArgs),
+    /// Follow events (any protocol that carries them): one JSON line per event, resumed
+    /// after a dropped connection from the last one printed, each printed once.
+    #[command(
+        after_help = "Exit status: 0 when stdout is closed; 1 when the server refuses         the subscription (--since older than it retains: error -32007, naming the oldest         retained id; --since no event id: -32602); 2 when the first connection fails or         on a bad command line. After the first connection, failures are retried."
+    )]
+    Watch(watch::WatchArgs),
     /// Load-test a server (any protocol): calls/s, latency percentiles, errors.
     #[command(
         after_help = "Exit status: 0 when the run finished, whatever its error count \
@@ -89,6 +96,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Serve(args) => serve::run(args),
         Command::Call(args) => call::run(args),
+        Command::Watch(args) => watch::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Passwd(args) => passwd::run(args),
         Command::Token(args) => token::run(args),
@@ -178,7 +186,7 @@ mod tests {
     #[test]
     fn each_subcommand_help_gives_its_exit_statuses() {
         let mut cmd = command();
-        for name in ["serve", "call", "bench"] {
+        for name in ["serve", "call", "watch", "bench"] {
             let help = cmd
                 .find_subcommand_mut(name)
                 .unwrap()

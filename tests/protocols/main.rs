@@ -27,4 +27,5 @@ mod serve_startup;
 mod stomp;
 mod typed_verbs;
 mod unix_socket;
+mod watch;
 mod xmlrpc;

@@ -136,7 +136,7 @@ impl Answers {
                 match decode.decode(buf).map_err(|e| e.to_string())? {
                     None => return Ok(None),
                     Some(Incoming::Reply { id, reply }) => return Ok(Some((id, reply))),
-                    Some(Incoming::Other) => continue,
+                    Some(Incoming::Other | Incoming::Event(_)) => continue,
                 }
             },
             Answers::Echoes(echoes) => echoes.next(buf),

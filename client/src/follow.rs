@@ -1,0 +1,283 @@
+//! Following events across reconnects: [`Follow`] subscribes (resumable), hands on each
+//! event once, and when the connection drops (or the server says events were lost) it
+//! connects again with backoff and resubscribes with `since` = the last id it handed
+//! on. The server may send an event twice across a resume (at-least-once on the wire);
+//! `Follow` drops what it has handed on already, by id, so each reaches the caller
+//! once. What `rpcmux watch` is made of.
+
+use crate::client::Events;
+use crate::{pattern_matches, Client, ClientError, ClientProto, ConnectOpts, Event};
+use rpcmux_value::{Params, RpcError, Value};
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::time::Duration;
+
+/// The first wait before connecting again; it doubles per failed attempt up to
+/// [`BACKOFF_MAX`], and starts over once subscribed.
+const BACKOFF_MIN: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// What [`Follow::next`] has to tell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Followed {
+    /// An event, each once, in the order the server sent them.
+    Event(Event),
+    /// Subscribed (again), resuming after `since` when there is one.
+    Subscribed {
+        /// The id it resumed after (`None`: from now on).
+        since: Option<String>,
+    },
+    /// The connection is over (why); the next call connects again after `wait`.
+    Reconnecting {
+        /// What ended it: a closed connection, or the server's events-lost notice.
+        why: String,
+        /// How long the next call waits before connecting.
+        wait: Duration,
+    },
+}
+
+/// Why following stopped.
+#[derive(Debug)]
+pub enum FollowError {
+    /// The server refused the subscription: -32007 when `since` is older than what it
+    /// retains (the message names the oldest retained id), -32602 for a bad `since`,
+    /// or a permission. Connecting again would be refused again.
+    Refused(RpcError),
+    /// The first connection failed (after that, failures are retried).
+    Client(ClientError),
+}
+
+impl std::fmt::Display for FollowError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FollowError::Refused(e) => {
+                write!(f, "subscribe refused: error {}: {}", e.code, e.message)
+            }
+            FollowError::Client(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for FollowError {}
+
+struct Conn {
+    client: Client,
+    events: Events,
+}
+
+/// Follows the events matching a pattern on one server, across reconnects.
+///
+/// ```no_run
+/// use rpcmux_client::{ClientProto, ConnectOpts, Follow, Followed};
+/// # async fn run() -> Result<(), rpcmux_client::FollowError> {
+/// let mut f = Follow::new(ClientProto::JsonrpcTcp, "127.0.0.1:54321", ConnectOpts::default(), "|virt|", None);
+/// loop {
+///     if let Followed::Event(e) = f.next().await? {
+///         println!("{} {:?} {:?}", e.name, e.id, e.params);
+///     }
+/// }
+/// # }
+/// ```
+pub struct Follow {
+    proto: ClientProto,
+    addr: String,
+    opts: ConnectOpts,
+    pattern: String,
+    /// The last id handed on: where a resume starts.
+    since: Option<String>,
+    /// The highest sequence number handed on, per publishing instance (ids are ordered
+    /// per instance, so anything at or below it was handed on already).
+    seen: HashMap<u64, u64>,
+    conn: Option<Conn>,
+    /// Events read off the connection while waiting for a reply.
+    queue: VecDeque<Event>,
+    wait: Option<Duration>,
+    backoff: Duration,
+    ever_subscribed: bool,
+    keepalive: Duration,
+}
+
+impl Follow {
+    /// Follow the events matching `pattern` at `addr` over `proto` (a stream protocol),
+    /// from `since` (an event id, or `"0"` for all the server retains) or from now on.
+    /// Nothing happens until [`Follow::next`].
+    pub fn new(
+        proto: ClientProto,
+        addr: &str,
+        opts: ConnectOpts,
+        pattern: &str,
+        since: Option<String>,
+    ) -> Follow {
+        Follow {
+            proto,
+            addr: addr.to_owned(),
+            opts,
+            pattern: pattern.to_owned(),
+            since,
+            seen: HashMap::new(),
+            conn: None,
+            queue: VecDeque::new(),
+            wait: None,
+            backoff: BACKOFF_MIN,
+            ever_subscribed: false,
+            keepalive: Duration::from_secs(20),
+        }
+    }
+
+    /// After this long without an event, make a cheap call to learn that the
+    /// connection still works (a dead peer, a server's idle timeout, WebSocket pings
+    /// the client does not answer); default 20 s.
+    pub fn with_keepalive(mut self, every: Duration) -> Follow {
+        self.keepalive = every;
+        self
+    }
+
+    /// The id of the last event handed on (or the `since` given, before any).
+    pub fn last_id(&self) -> Option<&str> {
+        self.since.as_deref()
+    }
+
+    /// The next thing to tell: an event, a (re)subscription, or a lost connection.
+    /// `Err` only when the first connection fails or the server refuses to subscribe.
+    pub async fn next(&mut self) -> Result<Followed, FollowError> {
+        loop {
+            if self.conn.is_none() {
+                if let Some(wait) = self.wait.take() {
+                    tokio::time::sleep(wait).await;
+                }
+                return match self.open().await {
+                    Ok(()) => {
+                        self.backoff = BACKOFF_MIN;
+                        self.ever_subscribed = true;
+                        Ok(Followed::Subscribed {
+                            since: self.since.clone(),
+                        })
+                    }
+                    Err(FollowError::Client(e)) if self.ever_subscribed => {
+                        Ok(self.drop_conn(e.to_string()))
+                    }
+                    Err(e) => Err(e),
+                };
+            }
+            while let Some(e) = self.queue.pop_front() {
+                if let Some(out) = self.take(e) {
+                    return Ok(out);
+                }
+            }
+            let Some(conn) = &mut self.conn else { continue };
+            let got = tokio::time::timeout(self.keepalive, conn.events.next()).await;
+            match got {
+                Ok(Some(e)) => {
+                    if let Some(out) = self.take(e) {
+                        return Ok(out);
+                    }
+                }
+                Ok(None) => return Ok(self.drop_conn("connection closed".into())),
+                Err(_) => {
+                    if let Err(e) = self.ping().await {
+                        return Ok(self.drop_conn(e.to_string()));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Connect and subscribe (after the last id handed on).
+    async fn open(&mut self) -> Result<(), FollowError> {
+        let client = Client::connect(self.proto, &self.addr, self.opts.clone())
+            .await
+            .map_err(FollowError::Client)?;
+        let Some(mut events) = client.events() else {
+            return Err(FollowError::Client(ClientError::Unsupported(format!(
+                "{} cannot carry events",
+                self.proto
+            ))));
+        };
+        let sub = client.subscribe(&self.pattern, self.since.as_deref());
+        match reading(&mut events, &mut self.queue, sub).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(FollowError::Refused(e)),
+            Err(e) => return Err(FollowError::Client(e)),
+        }
+        self.conn = Some(Conn { client, events });
+        Ok(())
+    }
+
+    /// A call that changes nothing (`unsubscribe` of no subscription), to see that the
+    /// connection still answers.
+    async fn ping(&mut self) -> Result<(), ClientError> {
+        let Some(conn) = &mut self.conn else {
+            return Ok(());
+        };
+        let params = Params::Positional(vec![Value::Int(0)]);
+        let call = conn.client.call("unsubscribe", params);
+        // An error reply answers too: the connection works.
+        reading(&mut conn.events, &mut self.queue, call)
+            .await
+            .map(drop)
+    }
+
+    /// Hand `e` on, unless the pattern excludes it (STOMP sends every event) or it was
+    /// handed on already; the server's events-lost notice ends the connection.
+    fn take(&mut self, e: Event) -> Option<Followed> {
+        if e.is_lost_notice() {
+            let field = |k: &str| {
+                e.params
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("?")
+                    .to_owned()
+            };
+            let why = format!(
+                "the server dropped this subscriber, which fell behind ({}; first lost: {})",
+                field("reason"),
+                field("first_lost")
+            );
+            self.backoff = BACKOFF_MIN;
+            return Some(self.drop_conn(why));
+        }
+        if !pattern_matches(&self.pattern, &e.name) {
+            return None;
+        }
+        if let Some((origin, seq)) = e.origin_seq() {
+            let last = self.seen.entry(origin).or_insert(0);
+            if seq <= *last {
+                return None;
+            }
+            *last = seq;
+        }
+        if let Some(id) = &e.id {
+            self.since = Some(id.clone());
+        }
+        Some(Followed::Event(e))
+    }
+
+    /// Forget the connection; the next call connects again after the backoff.
+    fn drop_conn(&mut self, why: String) -> Followed {
+        self.conn = None;
+        let wait = self.backoff;
+        self.backoff = (self.backoff * 2).min(BACKOFF_MAX);
+        self.wait = Some(wait);
+        Followed::Reconnecting { why, wait }
+    }
+}
+
+/// Run `fut` while putting the events that arrive meanwhile in `queue` (a reply may
+/// wait behind events: replayed ones come before `subscribe`'s).
+async fn reading<T>(
+    events: &mut Events,
+    queue: &mut VecDeque<Event>,
+    fut: impl Future<Output = T>,
+) -> T {
+    tokio::pin!(fut);
+    let mut open = true;
+    loop {
+        tokio::select! {
+            out = &mut fut => return out,
+            e = events.next(), if open => match e {
+                Some(e) => queue.push_back(e),
+                None => open = false,
+            },
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! `rpcmux watch`: follow a server's events, one JSON line per event on stdout
+//! (`{"event_id":…,"name":…,"params":…}`), across dropped connections: it connects
+//! again with backoff and resumes after the last id it printed, and prints each event
+//! once (issue 40). Notes on connections go to stderr.
+//!
+//! Exit status: 1 when the server refuses the subscription (a `--since` older than
+//! what it retains, -32007, or no event id, -32602; a permission); 2 when the first
+//! connection fails or the command line is wrong; 0 when stdout is closed.
+
+use clap::Args;
+use rpcmux::client::{ClientProto, ConnectOpts, Event, Follow, FollowError, Followed};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct WatchArgs {
+    /// Protocol to speak, one that carries events: jsonrpc-tcp, msgpack, stomp,
+    /// jsonrpc-ws, stomp-ws ('jsonrpc' is jsonrpc-tcp here: HTTP carries no events)
+    /// [default: jsonrpc-tcp, or jsonrpc-ws for a ws:// or wss:// URL].
+    #[arg(long, alias = "protocol", value_enum)]
+    proto: Option<ClientProto>,
+    /// Start after this event id (an `event_id` printed before), or "0" for every event
+    /// the server still retains [default: from now on].
+    #[arg(long, value_name = "ID")]
+    since: Option<String>,
+    /// Seconds to wait for a connection and for each reply.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    timeout: f64,
+    /// Seconds without an event after which a cheap call checks that the connection
+    /// still answers.
+    #[arg(long, value_name = "SECS", default_value_t = 20.0)]
+    keepalive: f64,
+    #[command(flatten)]
+    tls: super::tls_args::TlsArgs,
+    #[command(flatten)]
+    credentials: super::credential_args::CredentialArgs,
+    /// Server address: HOST:PORT, ws://HOST:PORT/PATH (wss:// with --tls-ca), or a Unix
+    /// socket (unix:/PATH).
+    addr: String,
+    /// Events to follow: a name, a prefix of one ending at a separator (`|virt|`), or
+    /// '*' for all.
+    #[arg(default_value = "*")]
+    pattern: String,
+}
+
+pub fn run(a: WatchArgs) -> ExitCode {
+    let follow = match prepare(&a) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => return fail(&format!("cannot start runtime: {e}")),
+    };
+    rt.block_on(watch(follow))
+}
+
+async fn watch(mut follow: Follow) -> ExitCode {
+    let mut out = std::io::stdout();
+    loop {
+        match follow.next().await {
+            Ok(Followed::Event(e)) => {
+                // One line per event, written at once (a pipe's reader sees it now).
+                if writeln!(out, "{}", line(&e))
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            Ok(Followed::Subscribed { since }) => match since.as_deref() {
+                Some("0") => eprintln!("rpcmux watch: subscribed, from the oldest retained"),
+                Some(id) => eprintln!("rpcmux watch: subscribed, resuming after {id}"),
+                None => eprintln!("rpcmux watch: subscribed"),
+            },
+            Ok(Followed::Reconnecting { why, wait }) => eprintln!(
+                "rpcmux watch: {why}; connecting again in {:.1}s",
+                wait.as_secs_f64()
+            ),
+            Err(e @ FollowError::Refused(_)) => {
+                eprintln!("rpcmux watch: {e}");
+                return ExitCode::from(1);
+            }
+            Err(e) => return fail(&e.to_string()),
+        }
+    }
+}
+
+/// `{"event_id":…,"name":…,"params":…}` (`event_id` null when the server gave none).
+fn line(e: &Event) -> String {
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        event_id: Option<&'a str>,
+        name: &'a str,
+        params: &'a rpcmux::Value,
+    }
+    let l = Line {
+        event_id: e.id.as_deref(),
+        name: &e.name,
+        params: &e.params,
+    };
+    serde_json::to_string(&l).unwrap_or_else(|err| format!("{{\"unprintable\":\"{err}\"}}"))
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("rpcmux watch: {msg}");
+    ExitCode::from(2)
+}
+
+fn secs(flag: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{flag} must be a positive number of seconds, not {v}"))
+}
+
+/// The follower the command line asks for.
+fn prepare(a: &WatchArgs) -> Result<Follow, String> {
+    let mut opts = ConnectOpts {
+        timeout: secs("--timeout", a.timeout)?,
+        tls: a.tls.opts(),
+        credentials: a.credentials.credentials()?,
+        ..ConnectOpts::default()
+    };
+    let target = super::target::parse(&a.addr)?;
+    if target.tls && opts.tls.is_none() {
+        return Err(format!(
+            "`{}` is a TLS URL: add --tls-ca FILE, the CA that signed the server's certificate",
+            a.addr
+        ));
+    }
+    opts.http_path = target.path;
+    let proto = match a.proto.or(target.proto).unwrap_or(ClientProto::JsonrpcTcp) {
+        ClientProto::Jsonrpc => ClientProto::JsonrpcTcp,
+        ClientProto::Xmlrpc => {
+            return Err(
+                "XML-RPC carries no events: use jsonrpc-tcp, msgpack, stomp, \
+                        jsonrpc-ws or stomp-ws"
+                    .into(),
+            )
+        }
+        p => p,
+    };
+    let keepalive = secs("--keepalive", a.keepalive)?;
+    Ok(
+        Follow::new(proto, &target.addr, opts, &a.pattern, a.since.clone())
+            .with_keepalive(keepalive),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_per_event() {
+        let e = Event {
+            name: "|t|1".into(),
+            params: rpcmux::Value::Array(vec![1.into()]),
+            id: Some("00000000000000ff-1".into()),
+        };
+        assert_eq!(
+            line(&e),
+            r#"{"event_id":"00000000000000ff-1","name":"|t|1","params":[1]}"#
+        );
+    }
+}

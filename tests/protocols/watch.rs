@@ -1,0 +1,252 @@
+//! `rpcmux watch` (issue 40) against a real server behind a TCP proxy that the test
+//! cuts for 3 s while a publisher goes on publishing numbered events: on every protocol
+//! that carries events, the watcher connects again by itself, resumes after the last
+//! id it printed and prints every event once, in order.
+
+use crate::common::hostile::{Lines, KIB};
+use crate::common::Server;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A TCP proxy to `upstream` whose connections the test can cut, refusing new ones
+/// (accepting and closing them at once) until it is restored.
+struct Proxy {
+    addr: SocketAddr,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+    down: Arc<AtomicBool>,
+}
+
+impl Proxy {
+    fn start(upstream: SocketAddr) -> Proxy {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let down = Arc::new(AtomicBool::new(false));
+        let (o, d) = (open.clone(), down.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming() {
+                let Ok(client) = client else { continue };
+                if d.load(Ordering::SeqCst) {
+                    drop(client);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let mut held = o.lock().unwrap();
+                held.push(client.try_clone().unwrap());
+                held.push(server.try_clone().unwrap());
+                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
+                pipe(server, client);
+            }
+        });
+        Proxy { addr, open, down }
+    }
+
+    /// Close every connection through the proxy and refuse new ones for `for_`.
+    fn cut(&self, for_: Duration) {
+        self.down.store(true, Ordering::SeqCst);
+        for s in self.open.lock().unwrap().drain(..) {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        std::thread::sleep(for_);
+        self.down.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Copy `from` to `to` on a thread of its own until either end is done.
+fn pipe(mut from: TcpStream, mut to: TcpStream) {
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 16 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = to.shutdown(Shutdown::Both);
+        let _ = from.shutdown(Shutdown::Both);
+    });
+}
+
+/// A running `rpcmux watch`, its stdout lines on a channel; killed on drop.
+struct Watch {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Watch {
+    fn start(args: &[&str]) -> Watch {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
+            .arg("watch")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rpcmux watch");
+        let (tx, lines) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                let Ok(l) = l else { break };
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (err, keep) = (child.stderr.take().unwrap(), stderr.clone());
+        std::thread::spawn(move || {
+            for l in BufReader::new(err).lines() {
+                let Ok(l) = l else { break };
+                let mut k = keep.lock().unwrap();
+                k.push_str(&l);
+                k.push('\n');
+            }
+        });
+        Watch {
+            child,
+            lines,
+            stderr,
+        }
+    }
+
+    /// The next event line, parsed; `None` after `within`.
+    fn next(&self, within: Duration) -> Option<serde_json::Value> {
+        let l = self.lines.recv_timeout(within).ok()?;
+        Some(serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}")))
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Publish `|t|N` with params `{"n": N}`.
+fn publish(publisher: &mut Lines, n: u64) {
+    let call = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|t|{n}\",\"params\":{{\"n\":{n}}}}},\"id\":{n}}}\n"
+    );
+    publisher.send(call.as_bytes()).unwrap();
+    let r = publisher.json(KIB).expect("publish answered");
+    assert!(r["result"].is_i64(), "{r}");
+}
+
+#[test]
+fn watch_resumes_after_a_cut_and_prints_every_event_once_in_order() {
+    const PROTOS: [&str; 5] = ["jsonrpc-tcp", "msgpack", "stomp", "jsonrpc-ws", "stomp-ws"];
+    const TOTAL: u64 = 400;
+    let srv = Server::start(&[]);
+    let proxy = Proxy::start(srv.addr);
+    let at = proxy.addr.to_string();
+    let watchers: Vec<Watch> = PROTOS
+        .iter()
+        .map(|p| Watch::start(&["--proto", p, "--timeout", "5", &at, "|t"]))
+        .collect();
+    // Each says so on stderr once subscribed.
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    let warmup = Instant::now();
+    for w in &watchers {
+        while !w.stderr().contains("subscribed") {
+            assert!(warmup.elapsed() < Duration::from_secs(20), "{}", w.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    // Publishing at a steady rate (about 4 s) from another connection, the proxy is cut
+    // for 3 s after the first hundred.
+    let publishing = std::thread::spawn(move || {
+        for n in 1..=TOTAL {
+            publish(&mut publisher, n);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    for w in &watchers {
+        for want in 1..=50 {
+            let e = w
+                .next(Duration::from_secs(20))
+                .expect("an event before the cut");
+            assert_eq!(e["params"]["n"], want, "{e}");
+        }
+    }
+    proxy.cut(Duration::from_secs(3));
+    publishing.join().unwrap();
+    for (w, proto) in watchers.iter().zip(PROTOS) {
+        let mut ids = std::collections::HashSet::new();
+        for want in 51..=TOTAL {
+            let e = w
+                .next(Duration::from_secs(30))
+                .unwrap_or_else(|| panic!("{proto}: event {want} never came\n{}", w.stderr()));
+            assert_eq!(e["params"]["n"], want, "{proto}: each once, in order: {e}");
+            assert_eq!(e["name"], format!("|t|{want}"));
+            assert!(ids.insert(e["event_id"].as_str().unwrap().to_owned()));
+        }
+        assert!(
+            w.next(Duration::from_millis(300)).is_none(),
+            "{proto}: nothing more"
+        );
+        let log = w.stderr();
+        assert!(log.contains("connecting again"), "{proto}: {log}");
+        assert!(log.contains("resuming after"), "{proto}: {log}");
+    }
+}
+
+#[test]
+fn watch_refuses_a_since_too_old_or_garbage_with_exit_1() {
+    let srv = Server::start(&["--events-retain", "2"]);
+    let addr = srv.addr.to_string();
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    for n in 1..=3 {
+        publish(&mut publisher, n);
+    }
+    for proto in ["jsonrpc-tcp", "stomp"] {
+        let out = crate::common::run_rpcmux(
+            &[
+                "watch",
+                "--proto",
+                proto,
+                "--since",
+                "0123456789abcdef-1",
+                &addr,
+                "|t",
+            ],
+            None,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{proto}: {err}");
+        assert!(
+            err.contains("-32007") && err.contains("oldest retained"),
+            "{proto}: {err}"
+        );
+        let out = crate::common::run_rpcmux(
+            &["watch", "--proto", proto, "--since", "yesterday", &addr],
+            None,
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{proto}: {err}");
+        assert!(err.contains("-32602"), "{proto}: {err}");
+    }
+    // "0": what is retained (the last two), then live.
+    let w = Watch::start(&["--since", "0", &addr, "|t"]);
+    let ns: Vec<_> = (0..2)
+        .map(|_| w.next(Duration::from_secs(10)).expect("replayed")["params"]["n"].clone())
+        .collect();
+    assert_eq!(ns, [2, 3]);
+}
