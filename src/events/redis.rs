@@ -293,9 +293,8 @@ fn entries(reply: Value) -> Vec<(String, Vec<u8>)> {
             };
             let data = pairs(fields)
                 .into_iter()
-                .find(|(k, _)| text(k).as_deref() == Some("data"))
-                .and_then(|(_, v)| match v {
-                    Value::BulkString(b) => Some(b),
+                .find_map(|kv| match kv {
+                    (Value::BulkString(k), Value::BulkString(v)) if k == b"data" => Some(v),
                     _ => None,
                 })
                 .unwrap_or_default();

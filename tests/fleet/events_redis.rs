@@ -753,11 +753,13 @@ fn redis_killed_mid_stream_of_30000_events_loses_none() {
     assert!(parsed.windows(2).all(|w| w[0].1 < w[1].1), "ids rise");
     assert_eq!(m(&b, "missed"), 0);
     assert_eq!(m(&a, "not_sent"), 0);
-    assert_eq!(m(&a, "sent"), TOTAL);
+    // A batch in flight when redis died counts as resent when it goes again.
+    let (sent, resent) = (m(&a, "sent"), m(&a, "resent"));
     assert!(
-        m(&a, "resent") > 0,
-        "the fresh redis got a's recent events again"
+        sent <= TOTAL && sent + resent >= TOTAL,
+        "sent {sent}, resent {resent}"
     );
+    assert!(resent > 0, "the fresh redis got a's recent events again");
     assert!(metric(&a, "rpcmux_events_backend_connects_total") >= 2);
     assert!(metric(&b, "rpcmux_events_backend_connects_total") >= 2);
     assert!(
