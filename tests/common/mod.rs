@@ -8,6 +8,7 @@
 
 pub mod hostile;
 pub mod pki;
+pub mod proxy;
 pub mod ws;
 
 use std::io::{BufRead, BufReader, Read, Write};

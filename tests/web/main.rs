@@ -10,4 +10,5 @@ mod common;
 
 mod auth;
 mod console_h2;
+mod events_resume;
 mod websocket;

@@ -8,10 +8,18 @@
 // principal may call) and subscribes. Whether the server takes credentials is asked over
 // the WebSocket too, so no POST goes out without them to meet a 401, which would make the
 // browser show its own password dialog.
+//
+// Events lose nothing across a reconnect (issue 40): the subscription is resumable, so
+// each event carries `event_id` (ORIGIN-SEQ); when the socket closes the page connects
+// again with backoff and subscribes with `since` = the last id it showed, and the server
+// replays what it missed. An id shown already is not shown again. When the server no
+// longer retains that far back (-32007), or dropped this page for falling behind
+// (`events.lost`), the pane says so.
 "use strict";
 
 const NOT_AUTHENTICATED = -32020;
 const METHOD_NOT_FOUND = -32601;
+const SINCE_TOO_OLD = -32007;
 
 let nextId = 1;
 const $ = (id) => document.getElementById(id);
@@ -21,6 +29,12 @@ let creds = null;
 /** The events socket, and its calls waiting for their reply, by id. */
 let ws = null;
 const waiting = new Map();
+/** The last event id shown (where a resume starts), and per publishing instance the
+ * highest sequence number shown (ids are ordered per instance). */
+let lastEventId = null;
+const shownSeq = new Map();
+/** The wait before connecting the events socket again: doubles per try, up to 10 s. */
+let backoff = 500;
 
 function authorization() {
   if (!creds) return {};
@@ -128,8 +142,54 @@ async function session() {
     $("signin").hidden = !probe.error || probe.error.code === METHOD_NOT_FOUND;
   }
   if (!(await showVerbs(wsCall))) return;
-  const s = await wsCall("subscribe", ["*"]);
+  const s = await subscribeEvents();
   $("wsstate").textContent = s.error ? "(no events: " + s.error.message + ")" : "(live)";
+}
+
+/** Subscribe to every event, resuming after the last one shown when there is one. */
+async function subscribeEvents() {
+  const fresh = { pattern: "*", resumable: true };
+  if (!lastEventId) return wsCall("subscribe", fresh);
+  const s = await wsCall("subscribe", { pattern: "*", since: lastEventId });
+  if (!s.error || s.error.code !== SINCE_TOO_OLD) return s;
+  showNote("events were missed while disconnected: " + s.error.message);
+  lastEventId = null;
+  return wsCall("subscribe", fresh);
+}
+
+/** A line in the events pane that is not an event. */
+function showNote(text) {
+  const pre = document.createElement("pre");
+  pre.className = "note err";
+  pre.textContent = new Date().toLocaleTimeString() + " " + text;
+  $("events").prepend(pre);
+}
+
+/** Show a notification: an event once (by id), or the notice of events lost. */
+function showEvent(msg) {
+  if (msg.method === "events.lost") {
+    // The server closes the socket after it; the reconnect resumes from lastEventId.
+    const p = msg.params || {};
+    showNote("events lost (" + p.reason + ", from " + p.first_lost + "); resuming");
+    return;
+  }
+  const params = msg.params;
+  let id = null;
+  if (params && typeof params === "object" && typeof params.event_id === "string") {
+    id = params.event_id;
+    delete params.event_id;
+    const [origin, seq] = id.split("-");
+    if ((shownSeq.get(origin) || 0) >= Number(seq)) return;
+    shownSeq.set(origin, Number(seq));
+    lastEventId = id;
+  }
+  const pre = document.createElement("pre");
+  pre.className = "event";
+  if (id) pre.dataset.eventId = id;
+  pre.textContent = new Date().toLocaleTimeString() + " " + msg.method + "\n" + JSON.stringify(params);
+  const box = $("events");
+  box.prepend(pre);
+  while (box.childElementCount > 200) box.lastChild.remove();
 }
 
 $("signin").addEventListener("submit", async (ev) => {
@@ -186,6 +246,7 @@ function connectEvents() {
   sock.onopen = () => {
     opened = true;
     ws = sock;
+    backoff = 500;
     session();
   };
   sock.onmessage = (m) => {
@@ -196,12 +257,7 @@ function connectEvents() {
       if (done) done(msg);
       return;
     }
-    const pre = document.createElement("pre");
-    pre.className = "event";
-    pre.textContent = new Date().toLocaleTimeString() + " " + msg.method + "\n" + JSON.stringify(msg.params);
-    const box = $("events");
-    box.prepend(pre);
-    while (box.childElementCount > 200) box.lastChild.remove();
+    showEvent(msg);
   };
   sock.onclose = () => {
     if (ws === sock) ws = null;
@@ -210,7 +266,8 @@ function connectEvents() {
     // No WebSocket at all (a proxy that does not pass upgrades): the verbs over HTTP.
     if (!opened && !creds && $("verbs").textContent === "loading verbs...") showVerbs(post);
     $("wsstate").textContent = "(disconnected; retrying)";
-    setTimeout(connectEvents, 2000);
+    setTimeout(connectEvents, backoff);
+    backoff = Math.min(backoff * 2, 10000);
   };
 }
 
