@@ -312,7 +312,11 @@ mod tests {
         assert!(body.capacity() <= MOVE_AT + 1 + (MOVE_AT + 1) / 16);
         let mut almost = Vec::with_capacity(1000);
         almost.extend([1u8; 990]);
-        assert_eq!(cut_to_length(almost).capacity(), 1000, "a little spare is kept");
+        assert_eq!(
+            cut_to_length(almost).capacity(),
+            1000,
+            "a little spare is kept"
+        );
     }
 
     #[test]

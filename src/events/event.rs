@@ -21,6 +21,16 @@ pub struct Event {
     held: Arc<Mutex<Hold>>,
 }
 
+/// How one event is to be written for a session.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Delivery {
+    /// The subscription asked for `event_id` in its notifications.
+    pub resumable: bool,
+    /// The subscription asked for the `{"subscription": ID, "result": ...}` shape
+    /// (jsonrpsee's, Ethereum's): its id and the notification's method.
+    pub shape: Option<(u64, Arc<str>)>,
+}
+
 /// What an event holds while it waits in outboxes (see `events::outbox`), given back
 /// when the last lets go: the retention window keeps only the event itself (its own
 /// bound counts that), not its encodings nor a share of the output budget.
@@ -136,6 +146,49 @@ impl Event {
         .clone()
     }
 
+    /// The JSON-RPC notification for a subscription asking `how`: the shared encoding,
+    /// or one of its own in the subscription shape
+    /// (`{"method": M, "params": {"subscription": ID, "result": {"name", "params"}}}`).
+    pub(crate) fn json_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Bytes {
+        match &how.shape {
+            None => self.json(budget, how.resumable),
+            Some((id, method)) => {
+                let mut body = Vec::with_capacity(128);
+                let params = self.shaped_params(*id, how.resumable);
+                rpcmux_jsonrpc::write_notification(&mut body, method, &params);
+                crate::conn::out::shared(body, budget)
+            }
+        }
+    }
+
+    /// [`Event::json_for`] in msgpack-rpc.
+    pub(crate) fn msgpack_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Option<Bytes> {
+        match &how.shape {
+            None => self.msgpack(budget, how.resumable),
+            Some((id, method)) => {
+                let mut body = bytes::BytesMut::with_capacity(128);
+                let params = [self.shaped_params(*id, how.resumable)];
+                rpcmux_msgpack_rpc::encode_notification(&mut body, method, &params).ok()?;
+                Some(crate::conn::out::shared(body, budget))
+            }
+        }
+    }
+
+    /// `{"subscription": id, "result": {"name": NAME, "params": PARAMS}}`.
+    fn shaped_params(&self, id: u64, with_id: bool) -> Value {
+        let params = match with_id {
+            true => self.params_with_id(),
+            false => self.params.clone(),
+        };
+        let mut result = rpcmux_value::Map::default();
+        result.insert("name".into(), Value::String(self.name.clone()));
+        result.insert("params".into(), params);
+        let mut m = rpcmux_value::Map::default();
+        m.insert("subscription".into(), Value::Int(id as i64));
+        m.insert("result".into(), Value::Struct(Box::new(result)));
+        Value::Struct(Box::new(m))
+    }
+
     /// The msgpack-rpc notification for this event, encoded once (see [`Event::json`]);
     /// `None` when its params cannot be encoded (logged once).
     pub(crate) fn msgpack(&self, budget: &Arc<Budget>, with_id: bool) -> Option<Bytes> {
@@ -216,7 +269,11 @@ mod tests {
         e.leave_outbox();
         assert_eq!(budget.used(), e.size());
         e.leave_outbox();
-        assert_eq!(budget.used(), 0, "no outbox holds it: retention alone is not charged");
+        assert_eq!(
+            budget.used(),
+            0,
+            "no outbox holds it: retention alone is not charged"
+        );
         let small = Event::new("s", Value::Int(1));
         small.enter_outbox(&budget);
         assert_eq!(budget.used(), 0);
@@ -232,7 +289,10 @@ mod tests {
         let plain = String::from_utf8(e.json(&budget, false).to_vec()).unwrap();
         let with = String::from_utf8(e.json(&budget, true).to_vec()).unwrap();
         assert!(!plain.contains("event_id"), "{plain}");
-        assert!(with.contains("\"event_id\":\"0000000000000001-7\""), "{with}");
+        assert!(
+            with.contains("\"event_id\":\"0000000000000001-7\""),
+            "{with}"
+        );
         assert!(e.msgpack(&budget, true).unwrap().len() > e.msgpack(&budget, false).unwrap().len());
     }
 }

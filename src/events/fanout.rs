@@ -95,32 +95,7 @@ pub(crate) fn spawn<B: Backend>(
     backend: B,
     stop: CancellationToken,
 ) {
-    let (tx, rx) = mpsc::channel(config.queue.clamp(1, HANDOFF));
-    let stats = Arc::new(Stats::default());
-    hub.set_forward(Forward {
-        tx,
-        stats: stats.clone(),
-        full: Throttle::default(),
-    });
-    let task = Task {
-        hub: hub.clone(),
-        instance: hub.instance(),
-        rx,
-        stats,
-        max_message: config.max_message,
-        caps: Caps {
-            events: config.queue.max(1),
-            bytes: config.queue_bytes.max(1),
-            age: config.resend_window(),
-        },
-        waiting: Queue::default(),
-        sent: Queue::default(),
-        seen: HashMap::new(),
-        refused_log: Throttle::default(),
-        down_log: Throttle::default(),
-        full_log: Throttle::default(),
-        gap_log: Throttle::default(),
-    };
+    let task = Task::new(hub, config);
     tokio::spawn(task.run(backend, Backoff::new(config.reconnect_max()), stop));
 }
 
@@ -186,6 +161,36 @@ struct Task {
 }
 
 impl Task {
+    /// The task for `hub`, set as its fan-out.
+    fn new(hub: &Arc<EventHub>, config: &EventsConfig) -> Task {
+        let (tx, rx) = mpsc::channel(config.queue.clamp(1, HANDOFF));
+        let stats = Arc::new(Stats::default());
+        hub.set_forward(Forward {
+            tx,
+            stats: stats.clone(),
+            full: Throttle::default(),
+        });
+        Task {
+            hub: hub.clone(),
+            instance: hub.instance(),
+            rx,
+            stats,
+            max_message: config.max_message,
+            caps: Caps {
+                events: config.queue.max(1),
+                bytes: config.queue_bytes.max(1),
+                age: config.resend_window(),
+            },
+            waiting: Queue::default(),
+            sent: Queue::default(),
+            seen: HashMap::new(),
+            refused_log: Throttle::default(),
+            down_log: Throttle::default(),
+            full_log: Throttle::default(),
+            gap_log: Throttle::default(),
+        }
+    }
+
     async fn run<B: Backend>(
         mut self,
         mut backend: B,
@@ -537,7 +542,107 @@ mod tests {
     }
 
     #[test]
-    fn instance_ids_differ() {
+    fn jitter_differs() {
         assert_ne!(random_u64(), random_u64());
+    }
+
+    use crate::events::EventId;
+    use rpcmux_value::Value;
+
+    fn event(origin: u64, seq: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        let e = Event::new("|t", Value::Struct(Box::default())).with_id(EventId { origin, seq });
+        wire::encode(&mut out, &e).unwrap();
+        out
+    }
+
+    fn count(s: &std::sync::atomic::AtomicU64) -> u64 {
+        s.load(Ordering::Relaxed)
+    }
+
+    #[test]
+    fn receiving_skips_own_events_and_duplicates_and_counts_gaps() {
+        let hub = Arc::new(EventHub::default());
+        let mut task = Task::new(&hub, &EventsConfig::default());
+        let own = hub.instance();
+        for (origin, seq) in [
+            (7, 1),
+            (7, 2),
+            (7, 2),
+            (7, 1),
+            (own, 9),
+            (7, 5),
+            (8, 3),
+            (7, 4),
+        ] {
+            task.receive(&event(origin, seq));
+        }
+        task.receive(b"junk");
+        let s = &task.stats;
+        assert_eq!(count(&s.received), 4, "7-1, 7-2, 7-5, 8-3");
+        assert_eq!(count(&s.duplicate), 3, "7-2 and 7-1 again, 7-4 after 7-5");
+        assert_eq!(count(&s.missed), 2, "7-3 and 7-4 had not come when 7-5 did");
+        assert_eq!(count(&s.refused), 1);
+    }
+
+    fn out(n: u8) -> Out {
+        Out {
+            bytes: vec![n; 10],
+            at: Instant::now(),
+            again: false,
+        }
+    }
+
+    #[test]
+    fn a_fresh_engine_gets_the_kept_events_first_in_order() {
+        let hub = Arc::new(EventHub::default());
+        let mut task = Task::new(&hub, &EventsConfig::default());
+        for n in 1..=3 {
+            task.keep(out(n));
+        }
+        task.waiting.push_back(out(4));
+        assert_eq!(task.resend_all(), 3);
+        let order: Vec<(u8, bool)> = task
+            .waiting
+            .items
+            .iter()
+            .map(|o| (o.bytes[0], o.again))
+            .collect();
+        assert_eq!(order, [(1, true), (2, true), (3, true), (4, false)]);
+        assert_eq!(task.waiting.bytes, 40);
+        assert_eq!((task.sent.len(), task.sent.bytes), (0, 0));
+    }
+
+    #[test]
+    fn kept_and_waiting_events_are_bounded() {
+        let hub = Arc::new(EventHub::default());
+        let config = EventsConfig {
+            queue: 3,
+            queue_bytes: 1 << 20,
+            ..EventsConfig::default()
+        };
+        let mut task = Task::new(&hub, &config);
+        for n in 1..=5 {
+            task.keep(out(n));
+        }
+        let kept: Vec<u8> = task.sent.items.iter().map(|o| o.bytes[0]).collect();
+        assert_eq!(kept, [3, 4, 5], "the oldest go");
+        task.caps.age = Duration::ZERO;
+        task.keep(out(6));
+        assert_eq!(task.sent.len(), 3, "with no window nothing more is kept");
+
+        // Waiting: past `queue` new events are not fanned out, and counted.
+        let mut batch: Vec<Arc<Event>> = (1..=5)
+            .map(|seq| {
+                Arc::new(
+                    Event::new("|t", Value::Struct(Box::default()))
+                        .with_id(EventId { origin: 1, seq }),
+                )
+            })
+            .collect();
+        task.take(&mut batch);
+        assert_eq!(task.waiting.len(), 3);
+        assert_eq!(count(&task.stats.not_sent), 2);
+        assert_eq!(count(&task.stats.waiting), 3);
     }
 }

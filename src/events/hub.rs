@@ -24,7 +24,7 @@
 
 use crate::codes::{ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
 use crate::conn::budget::Budget;
-use crate::events::outbox::{Lost, Offer};
+use crate::events::outbox::{Delivery, Lost, Offer};
 use crate::events::retention::{self, Retention};
 use crate::events::{Event, EventId, Session, Since};
 use rpcmux_value::{Map, RpcError, Value};
@@ -40,9 +40,8 @@ pub const MAX_PATTERN: usize = 1024;
 /// One connection's subscriptions and the outbox they deliver to.
 struct Subscriber {
     session: Session,
-    /// (subscription id, pattern, resumable), in the order made: a resumable
-    /// subscription's notifications carry their event's id.
-    patterns: Vec<(u64, String, bool)>,
+    /// (subscription id, pattern, how its events are written), in the order made.
+    patterns: Vec<(u64, String, Options)>,
     /// The id the next subscription of this connection gets, less one.
     next_id: u64,
 }
@@ -68,6 +67,28 @@ pub struct EventHub {
     /// The process's output budget: big events are charged to it while outboxes hold
     /// them (set by the server; a hub alone, in tests, charges nothing).
     out_budget: OnceLock<Arc<Budget>>,
+}
+
+/// What a subscription asked for besides its pattern.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Options {
+    /// Start after this event (replaying the retained ones after it).
+    pub since: Option<Since>,
+    /// Notifications carry `event_id`.
+    pub resumable: bool,
+    /// Notifications in the `{"subscription": ID, "result": EVENT}` shape, with this
+    /// method (jsonrpsee's and Ethereum's clients); one per such subscription.
+    pub notify: Option<Arc<str>>,
+}
+
+impl Options {
+    /// How an event is written for subscription `id` with these options.
+    fn delivery(&self, id: u64) -> Delivery {
+        Delivery {
+            resumable: self.resumable,
+            shape: self.notify.as_ref().map(|m| (id, m.clone())),
+        }
+    }
 }
 
 /// What a delivery holds locked (see [`EventHub`]'s `order`).
@@ -181,6 +202,21 @@ impl EventHub {
         since: Option<Since>,
         resumable: bool,
     ) -> Result<u64, RpcError> {
+        let options = Options {
+            since,
+            resumable,
+            notify: None,
+        };
+        self.subscribe_with(pattern, session, options)
+    }
+
+    /// Subscribe with `options` (see [`Options`] and [`EventHub::subscribe_since`]).
+    pub(crate) fn subscribe_with(
+        &self,
+        pattern: &str,
+        session: Session,
+        options: Options,
+    ) -> Result<u64, RpcError> {
         if pattern.len() > MAX_PATTERN {
             // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
             return Err(RpcError::invalid_params(format!(
@@ -201,10 +237,11 @@ impl EventHub {
                 ),
             ));
         }
-        if let Some(since) = since {
-            // No delivery runs while the table is locked for writing: the window holds
-            // exactly the events delivered before this subscription exists.
-            let replay = {
+        // No delivery runs while the table is locked for writing: the window holds
+        // exactly the events delivered before this subscription exists.
+        let replay = match options.since {
+            None => Vec::new(),
+            Some(since) => {
                 let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
                 order.window.after(since).map_err(|old| {
                     let oldest = old.oldest.map_or("none".into(), |id| id.to_string());
@@ -213,16 +250,8 @@ impl EventHub {
                         format!("since is older than the events retained here (oldest retained: {oldest}); subscribe with since \"0\" for all that is retained"),
                     )
                 })?
-            };
-            let mut n = 0;
-            for event in replay {
-                if matches(pattern, &event.name) && session.sees(&event.name) {
-                    session.link.outbox.replay(&event, resumable);
-                    n += 1;
-                }
             }
-            self.replayed.fetch_add(n, Ordering::Relaxed);
-        }
+        };
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session,
             patterns: Vec::new(),
@@ -231,7 +260,16 @@ impl EventHub {
         // Ids count per connection: one connection learns nothing of another's.
         sub.next_id += 1;
         let id = sub.next_id;
-        sub.patterns.push((id, pattern.to_owned(), resumable));
+        let how = options.delivery(id);
+        let mut n = 0;
+        for event in replay {
+            if matches(pattern, &event.name) && sub.session.sees(&event.name) {
+                sub.session.link.outbox.replay(&event, how.clone());
+                n += 1;
+            }
+        }
+        self.replayed.fetch_add(n, Ordering::Relaxed);
+        sub.patterns.push((id, pattern.to_owned(), options));
         Ok(id)
     }
 
@@ -336,26 +374,39 @@ impl EventHub {
             .get()
             .is_some_and(|budget| !budget.admits_reply(event.size()));
         for (conn, sub) in conns.iter() {
-            let mut matching = sub.patterns.iter().filter(|(_, p, _)| matches(p, name));
-            let Some(first) = matching.next() else {
-                continue;
-            };
-            if !sub.session.sees(name) {
-                continue;
-            }
-            let resumable = first.2 || matching.any(|(_, _, r)| *r);
-            match sub.session.link.outbox.offer(&event, resumable, budget_full) {
-                Offer::Queued => delivered += 1,
-                Offer::Full => {
-                    sub.session.link.outbox.lost(Lost {
-                        reason: "outbox overflow",
-                        first_lost: event.id(),
-                    });
-                    sub.session.link.kill.cancel();
-                    too_slow.push(*conn);
+            let mut plain: Option<Delivery> = None;
+            let mut shaped = Vec::new();
+            for (id, _, options) in sub.patterns.iter().filter(|(_, p, _)| matches(p, name)) {
+                match &options.notify {
+                    // Each subscription in the subscription shape is told on its own.
+                    Some(_) => shaped.push(options.delivery(*id)),
+                    // The others share one copy per session (VDSM's shape).
+                    None => {
+                        plain.get_or_insert_with(Delivery::default).resumable |= options.resumable
+                    }
                 }
-                Offer::Closed => {}
             }
+            if (plain.is_none() && shaped.is_empty()) || !sub.session.sees(name) {
+                continue;
+            }
+            let mut queued = false;
+            for how in plain.into_iter().chain(shaped) {
+                match sub.session.link.outbox.offer(&event, how, budget_full) {
+                    Offer::Queued => queued = true,
+                    Offer::Full => {
+                        sub.session.link.outbox.lost(Lost {
+                            reason: "outbox overflow",
+                            first_lost: event.id(),
+                        });
+                        sub.session.link.kill.cancel();
+                        too_slow.push(*conn);
+                        queued = false;
+                        break;
+                    }
+                    Offer::Closed => break,
+                }
+            }
+            delivered += usize::from(queued);
         }
         if local {
             if let Some(forward) = self.forward.get() {
@@ -364,7 +415,8 @@ impl EventHub {
         }
         drop(order);
         drop(conns);
-        self.delivered.fetch_add(delivered as u64, Ordering::Relaxed);
+        self.delivered
+            .fetch_add(delivered as u64, Ordering::Relaxed);
         if !too_slow.is_empty() {
             self.dropped
                 .fetch_add(too_slow.len() as u64, Ordering::Relaxed);
@@ -498,7 +550,11 @@ mod tests {
             .subscribe_since("*", b, Some(Since::After(old)), true)
             .unwrap_err();
         assert_eq!(e.code, ERR_SINCE_TOO_OLD);
-        assert!(e.message.contains(&format!("{:016x}-1", hub.instance())), "{}", e.message);
+        assert!(
+            e.message.contains(&format!("{:016x}-1", hub.instance())),
+            "{}",
+            e.message
+        );
         assert!(!hub.is_subscribed(2), "nothing subscribed");
     }
 

@@ -30,7 +30,9 @@ impl FromStr for EventId {
     type Err = String;
 
     fn from_str(s: &str) -> Result<EventId, String> {
-        let bad = || format!("{s:?} is not an event id (ORIGIN-SEQ, e.g. 3f2a9c0d11e4b7a2-1042, or \"0\")");
+        let bad = || {
+            format!("{s:?} is not an event id (ORIGIN-SEQ, e.g. 3f2a9c0d11e4b7a2-1042, or \"0\")")
+        };
         let (origin, seq) = s.split_once('-').ok_or_else(bad)?;
         if origin.len() != 16 || seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
             return Err(bad());
@@ -91,7 +93,16 @@ mod tests {
         };
         assert_eq!(max.to_string().parse::<EventId>(), Ok(max));
         assert_eq!("0".parse::<Since>(), Ok(Since::Oldest));
-        for bad in ["", "-", "1-2", "3f2a9c0d11e4b7a2-", "3f2a9c0d11e4b7a2-x", "zz2a9c0d11e4b7a2-1", "3f2a9c0d11e4b7a2-+1", "3f2a9c0d11e4b7a2-99999999999999999999"] {
+        for bad in [
+            "",
+            "-",
+            "1-2",
+            "3f2a9c0d11e4b7a2-",
+            "3f2a9c0d11e4b7a2-x",
+            "zz2a9c0d11e4b7a2-1",
+            "3f2a9c0d11e4b7a2-+1",
+            "3f2a9c0d11e4b7a2-99999999999999999999",
+        ] {
             assert!(bad.parse::<Since>().is_err(), "{bad:?}");
         }
     }

@@ -22,15 +22,16 @@ pub(crate) mod forward;
 mod hub;
 mod id;
 pub(crate) mod outbox;
-mod retention;
 #[cfg(feature = "events-redis")]
 mod redis;
+mod retention;
 mod session;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod wire;
 
 pub use event::Event;
 pub use hub::EventHub;
+pub(crate) use hub::Options as SubOptions;
 pub use id::{EventId, Since};
 pub use outbox::Lost;
 pub(crate) use retention::Bounds as RetentionBounds;

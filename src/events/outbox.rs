@@ -13,6 +13,7 @@
 //! by the hub's retention window, which it is a copy of (the events are shared).
 
 use crate::conn::budget::Budget;
+pub(crate) use crate::events::event::Delivery;
 use crate::events::{Event, EventId};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -25,8 +26,8 @@ pub(crate) const MAX_BYTES: usize = 16 << 20;
 /// What waits for a session: an event, or the notice that events were lost.
 #[derive(Debug)]
 pub(crate) enum Outgoing {
-    /// An event; `resumable`: the session asked for ids in notifications.
-    Event(Arc<Event>, bool),
+    /// An event, and how to write it.
+    Event(Arc<Event>, Delivery),
     /// Events were lost for this session (it is closed after this notice).
     Lost(Lost),
 }
@@ -143,7 +144,7 @@ impl Outbox {
     /// Queue `event` unless the outbox is past its bounds: its count, its bytes, or,
     /// while the process's output budget is spent (`budget_full`), anything at all
     /// already waiting.
-    pub(crate) fn offer(&self, event: &Arc<Event>, resumable: bool, budget_full: bool) -> Offer {
+    pub(crate) fn offer(&self, event: &Arc<Event>, how: Delivery, budget_full: bool) -> Offer {
         let (events, bytes) = (
             self.held.events.load(Ordering::Relaxed),
             self.held.bytes.load(Ordering::Relaxed),
@@ -153,19 +154,19 @@ impl Outbox {
         {
             return Offer::Full;
         }
-        self.push(event, resumable)
+        self.push(event, how)
     }
 
     /// Queue `event` whatever the bounds (a replay: see the module doc).
-    pub(crate) fn replay(&self, event: &Arc<Event>, resumable: bool) -> Offer {
-        self.push(event, resumable)
+    pub(crate) fn replay(&self, event: &Arc<Event>, how: Delivery) -> Offer {
+        self.push(event, how)
     }
 
-    fn push(&self, event: &Arc<Event>, resumable: bool) -> Offer {
+    fn push(&self, event: &Arc<Event>, how: Delivery) -> Offer {
         self.held.events.fetch_add(1, Ordering::Relaxed);
         self.held.bytes.fetch_add(event.size(), Ordering::Relaxed);
         event.enter_outbox(&self.budget);
-        match self.tx.send(Outgoing::Event(event.clone(), resumable)) {
+        match self.tx.send(Outgoing::Event(event.clone(), how)) {
             Ok(()) => Offer::Queued,
             Err(_) => {
                 self.held.let_go(event);
@@ -243,32 +244,59 @@ mod tests {
     async fn bytes_bound_an_outbox_but_an_empty_one_takes_anything() {
         let (tx, mut rx) = bounded(100, 1000);
         let huge = event(5000);
-        assert_eq!(tx.offer(&huge, false, false), Offer::Queued, "empty: always");
-        assert_eq!(tx.offer(&event(10), false, false), Offer::Full, "past its bytes");
+        assert_eq!(
+            tx.offer(&huge, Delivery::default(), false),
+            Offer::Queued,
+            "empty: always"
+        );
+        assert_eq!(
+            tx.offer(&event(10), Delivery::default(), false),
+            Offer::Full,
+            "past its bytes"
+        );
         assert!(!tx.is_empty());
         assert_eq!(size(rx.recv().await.unwrap()), huge.size());
         assert!(tx.is_empty());
-        assert_eq!(tx.offer(&event(10), false, false), Offer::Queued);
-        assert_eq!(tx.offer(&event(10), false, false), Offer::Queued);
         assert_eq!(
-            tx.offer(&event(10), false, true),
+            tx.offer(&event(10), Delivery::default(), false),
+            Offer::Queued
+        );
+        assert_eq!(
+            tx.offer(&event(10), Delivery::default(), false),
+            Offer::Queued
+        );
+        assert_eq!(
+            tx.offer(&event(10), Delivery::default(), true),
             Offer::Full,
             "while the output budget is spent, only an empty outbox takes more"
         );
         rx.try_recv().unwrap();
         rx.try_recv().unwrap();
-        assert_eq!(tx.held.bytes.load(Ordering::Relaxed), 0, "taken events are uncounted");
+        assert_eq!(
+            tx.held.bytes.load(Ordering::Relaxed),
+            0,
+            "taken events are uncounted"
+        );
         drop(rx);
-        assert_eq!(tx.offer(&event(10), false, false), Offer::Closed);
+        assert_eq!(
+            tx.offer(&event(10), Delivery::default(), false),
+            Offer::Closed
+        );
         assert_eq!(tx.held.bytes.load(Ordering::Relaxed), 0);
     }
 
     #[test]
     fn count_bounds_an_outbox_too_but_not_a_replay() {
         let (tx, _rx) = bounded(2, usize::MAX);
-        assert_eq!(tx.offer(&event(1), false, false), Offer::Queued);
-        assert_eq!(tx.offer(&event(1), false, false), Offer::Queued);
-        assert_eq!(tx.offer(&event(1), false, false), Offer::Full);
-        assert_eq!(tx.replay(&event(1), true), Offer::Queued);
+        assert_eq!(
+            tx.offer(&event(1), Delivery::default(), false),
+            Offer::Queued
+        );
+        assert_eq!(
+            tx.offer(&event(1), Delivery::default(), false),
+            Offer::Queued
+        );
+        assert_eq!(tx.offer(&event(1), Delivery::default(), false), Offer::Full);
+        assert_eq!(tx.replay(&event(1), Delivery::default()), Offer::Queued);
     }
 }

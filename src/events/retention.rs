@@ -129,11 +129,29 @@ mod tests {
         }
         assert_eq!(r.len_and_bytes().0, 3, "count bound");
         assert_eq!(seqs(&r.after(Since::Oldest).unwrap()), [3, 4, 5]);
-        assert_eq!(seqs(&r.after(Since::After(EventId { origin: 9, seq: 3 })).unwrap()), [4, 5]);
-        assert_eq!(seqs(&r.after(Since::After(EventId { origin: 9, seq: 5 })).unwrap()), [] as [u64; 0]);
-        let old = r.after(Since::After(EventId { origin: 9, seq: 1 })).unwrap_err();
+        assert_eq!(
+            seqs(
+                &r.after(Since::After(EventId { origin: 9, seq: 3 }))
+                    .unwrap()
+            ),
+            [4, 5]
+        );
+        assert_eq!(
+            seqs(
+                &r.after(Since::After(EventId { origin: 9, seq: 5 }))
+                    .unwrap()
+            ),
+            [] as [u64; 0]
+        );
+        let old = r
+            .after(Since::After(EventId { origin: 9, seq: 1 }))
+            .unwrap_err();
         assert_eq!(old.oldest, Some(EventId { origin: 9, seq: 3 }));
-        assert!(r.after(Since::After(EventId { origin: 8, seq: 1 })).is_err(), "an unknown origin");
+        assert!(
+            r.after(Since::After(EventId { origin: 8, seq: 1 }))
+                .is_err(),
+            "an unknown origin"
+        );
     }
 
     #[test]
@@ -142,10 +160,20 @@ mod tests {
         r.push(ev(1, 1, 1000));
         r.push(ev(2, 1, 1000));
         r.push(ev(1, 2, 1000));
-        let after = r.after(Since::After(EventId { origin: 1, seq: 1 })).unwrap();
-        assert_eq!(after.iter().map(|e| e.id().origin).collect::<Vec<_>>(), [2, 1]);
+        let after = r
+            .after(Since::After(EventId { origin: 1, seq: 1 }))
+            .unwrap();
+        assert_eq!(
+            after.iter().map(|e| e.id().origin).collect::<Vec<_>>(),
+            [2, 1]
+        );
         r.push(ev(2, 2, 1000));
-        assert_eq!(r.len_and_bytes().0, 3, "bytes bound: {:?}", r.len_and_bytes());
+        assert_eq!(
+            r.len_and_bytes().0,
+            3,
+            "bytes bound: {:?}",
+            r.len_and_bytes()
+        );
     }
 
     #[test]

@@ -381,7 +381,9 @@ impl Metrics {
         let (retained, bytes, expired) = hub.retained();
         self.events_retained.set(retained as i64);
         self.events_retained_bytes.set(bytes as i64);
-        self.events_expired.inner().store(expired, Ordering::Relaxed);
+        self.events_expired
+            .inner()
+            .store(expired, Ordering::Relaxed);
         if let Some(f) = hub.fanout_stats() {
             for (outcome, n) in [
                 ("sent", &f.sent),

@@ -10,6 +10,7 @@
 
 use crate::conn::budget::{Budget, Charge, Ticket, SMALL};
 use crate::conn::out::Out;
+use crate::events::outbox::{Delivery, OutboxRx, Outgoing};
 use crate::events::{Event, Lost};
 use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
@@ -21,7 +22,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use crate::events::outbox::{Outgoing, OutboxRx};
 use tokio_util::sync::CancellationToken;
 
 /// What a call that waits costs at least, charged in place of its request bytes when
@@ -164,9 +164,9 @@ pub(crate) trait Framer: Send {
     fn reply(&mut self, done: Self::Done, out: &mut Out);
 
     /// A subscribed event arrived: write it as a notification (bytes every subscriber
-    /// sends alike go in shared: [`Event`]'s encodings, [`Out::put_shared`]);
-    /// `resumable`: the subscription asked for `event_id` in its notifications.
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out);
+    /// sends alike go in shared: [`Event`]'s encodings, [`Out::put_shared`]), in the
+    /// shape and with the id its subscription asked for (`how`).
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out);
 
     /// The hub dropped this session as too slow: write the notice of what it lost (its
     /// last output before the connection closes).
@@ -369,7 +369,7 @@ async fn next_event(rx: &mut OutboxRx) -> Option<Outgoing> {
 /// Write what the outbox gave: an event, or the notice that events were lost.
 fn put_outgoing<F: Framer>(framer: &mut F, o: Outgoing, out: &mut Out) {
     match &o {
-        Outgoing::Event(event, resumable) => framer.event(event, *resumable, out),
+        Outgoing::Event(event, how) => framer.event(event, how, out),
         Outgoing::Lost(notice) => framer.lost(notice, out),
     }
     o.written();
@@ -804,7 +804,7 @@ mod tests {
             Ok(())
         }
         fn reply(&mut self, _: (), _: &mut Out) {}
-        fn event(&mut self, _: &Event, _: bool, _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: &Delivery, _: &mut Out) {}
         fn lost(&mut self, _: &Lost, _: &mut Out) {}
     }
 

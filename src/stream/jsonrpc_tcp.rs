@@ -8,6 +8,7 @@
 
 use crate::conn::out::Out;
 use crate::conn::ConnInfo;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::io::{Rewind, Stream};
 use crate::rpc::jsonrpc::{self, Bounds};
@@ -103,8 +104,8 @@ impl Framer for JsonrpcTcp {
         }
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
-        out.put_shared(event.json(out.budget(), resumable));
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
+        out.put_shared(event.json_for(out.budget(), how));
         out.put_u8(b'\n');
     }
 

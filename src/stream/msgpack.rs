@@ -8,6 +8,7 @@
 use crate::conn::out::Out;
 use crate::conn::reply_cap::ReplyCap;
 use crate::conn::ConnInfo;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::io::{Rewind, Stream};
 use crate::offload;
@@ -468,8 +469,8 @@ impl Framer for Msgpack {
         }
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
-        if let Some(bytes) = event.msgpack(out.budget(), resumable) {
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
+        if let Some(bytes) = event.msgpack_for(out.budget(), how) {
             out.put_shared(bytes);
         }
     }
@@ -680,9 +681,7 @@ mod tests {
 
     /// A framer over `verbs`, on a session whose outbox is returned (events queued in
     /// it wait for the connection, as the driver would send them).
-    fn session_framer(
-        verbs: VerbTable,
-    ) -> (Msgpack, crate::events::outbox::OutboxRx) {
+    fn session_framer(verbs: VerbTable) -> (Msgpack, crate::events::outbox::OutboxRx) {
         let (tx, rx) = crate::events::outbox::outbox(4, crate::conn::budget::Budget::new(1 << 20));
         let mut ctx = CallContext::new("msgpack-rpc", Arc::new(crate::EventHub::default()));
         ctx.session = Some(crate::events::Session::new(
@@ -785,10 +784,11 @@ mod tests {
         let Some(session) = &framer.ctx.session else {
             unreachable!()
         };
-        session
-            .link
-            .outbox
-            .offer(&Arc::new(crate::events::Event::new("e", Value::Nil)), false, false);
+        session.link.outbox.offer(
+            &Arc::new(crate::events::Event::new("e", Value::Nil)),
+            crate::events::outbox::Delivery::default(),
+            false,
+        );
         rpcmux_msgpack_rpc::encode_request(&mut input, 7, "twice", &[Value::from(1)]).unwrap();
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
         assert!(out.is_empty(), "nothing written ahead of the event");

@@ -21,6 +21,11 @@ struct Subscribe {
     /// Put `event_id` in this subscription's notifications (implied by `since`).
     #[serde(default)]
     resumable: Option<bool>,
+    /// Send this subscription's events as notifications named `notify` in the shape
+    /// jsonrpsee's and Ethereum's clients expect:
+    /// `{"subscription": ID, "result": {"name": EVENT, "params": {...}}}`.
+    #[serde(default)]
+    notify: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -31,7 +36,7 @@ struct Unsubscribe {
 
 pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
     t.verb("subscribe")
-        .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP, WebSocket). With since (an event_id received before, or \"0\"), the retained events after it come first, then live ones, and notifications carry event_id; a since older than what is retained is error -32007 naming the oldest retained id.")
+        .help("Receive server events whose name starts with pattern ('*' for all) on this connection, as notifications. Returns a subscription id, valid on this connection only. Only on connections that can carry notifications (raw-TCP JSON-RPC, msgpack-rpc, STOMP, WebSocket). With since (an event_id received before, or \"0\"), the retained events after it come first, then live ones, and notifications carry event_id; a since older than what is retained is error -32007 naming the oldest retained id. With notify (a method name), events come as notify(subscription: ID, result: {name, params}), the shape jsonrpsee's and Ethereum's clients expect.")
         .typed(|p: Subscribe, ctx: CallContext| async move {
             let session = ctx.session.clone().ok_or_else(|| {
                 RpcError::new(
@@ -46,9 +51,15 @@ pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
                 None => None,
                 Some(s) => Some(s.parse::<Since>().map_err(RpcError::invalid_params)?),
             };
-            let resumable = p.resumable.unwrap_or(since.is_some());
-            ctx.events
-                .subscribe_since(&p.pattern, session, since, resumable)
+            if p.notify.as_ref().is_some_and(|m| m.is_empty() || m.len() > 128) {
+                return Err(RpcError::invalid_params("notify must be a method name of 1 to 128 bytes"));
+            }
+            let options = crate::events::SubOptions {
+                resumable: p.resumable.unwrap_or(since.is_some()),
+                since,
+                notify: p.notify.map(Into::into),
+            };
+            ctx.events.subscribe_with(&p.pattern, session, options)
         })?;
     t.verb("unsubscribe")
         .help("Cancel a subscription this connection made with subscribe; false if it has none by that id.")

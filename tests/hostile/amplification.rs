@@ -253,18 +253,19 @@ fn reply_over_max_reply_is_an_error_in_each_protocol() {
     assert_alive(&mut srv, "max_reply");
 }
 
-/// Peak RSS bound for one 1 MiB echo over STOMP delivered to 256 subscriptions: request,
-/// parsed value, one encoded reply and 256 MESSAGE heads (a copy per delivery: 256 MiB).
+/// Peak RSS bound for one 1 MiB event over STOMP delivered to 256 subscriptions: the
+/// publishing request, its parsed value, one encoded body and 256 MESSAGE heads (a copy
+/// per delivery: 256 MiB).
 const STOMP_FANOUT_PEAK_MIB: u64 = 128;
 
 #[test]
-fn stomp_reply_goes_to_every_covering_subscription_sharing_one_copy() {
+fn stomp_event_goes_to_every_covering_subscription_sharing_one_copy_a_reply_to_one() {
     let mut srv = Server::start_limited(&[]);
     let mut s = Stomp::open(srv.addr).unwrap();
-    // 256 subscriptions (the documented per-connection cap) that all cover the reply
-    // destination: the exact name and its ancestors. STOMP 1.2 delivers a message to
-    // each; the server must not hold 256 copies of the body to do it.
-    let dests = [RESPONSES, "jms.topic", "jms"];
+    // 256 subscriptions (the documented per-connection cap) that all cover the event
+    // destination: the exact name and its ancestors. An event goes to each; the server
+    // must not hold 256 copies of the body to do it.
+    let dests = [EVENTS, "jms.queue", "jms"];
     for i in 0..256 {
         let mut f = Frame::new(Command::Subscribe)
             .header("id", format!("s{i}"))
@@ -284,15 +285,20 @@ fn stomp_reply_goes_to_every_covering_subscription_sharing_one_copy() {
 
     // 1 MiB, 256 deliveries: one copy per subscription would be 256 MiB in the server.
     let big = "y".repeat(MIB);
-    s.call(jsonrpc("echo", &format!("[\"{big}\"]"), "\"big\""), None)
-        .unwrap();
+    let publish = jsonrpc(
+        "Host.publishEvent",
+        &format!("{{\"name\":\"|test|big\",\"params\":{{\"blob\":\"{big}\"}}}}"),
+        "1",
+    );
     drop(big);
+    let r = post(srv.addr, &[JSON], &publish, KIB).unwrap();
+    assert_eq!(r.json().unwrap()["result"], 1, "{}", r.text());
     let mut subs = std::collections::BTreeSet::new();
     let mut first_body = None;
     for n in 0..256 {
         let f = s
             .frame()
-            .unwrap_or_else(|e| panic!("delivery {n} of the echo's reply: {e}"));
+            .unwrap_or_else(|e| panic!("delivery {n} of the event: {e}"));
         assert_eq!(f.command, Command::Message, "{f:?}");
         assert!(
             subs.insert(f.get("subscription").unwrap().to_owned()),
@@ -301,22 +307,29 @@ fn stomp_reply_goes_to_every_covering_subscription_sharing_one_copy() {
         match &first_body {
             None => {
                 let v = frame_json(&f).unwrap();
-                assert_eq!(v["id"], "big");
-                assert_eq!(v["result"].as_str().map(str::len), Some(MIB));
+                assert_eq!(v["method"], "|test|big");
+                assert_eq!(v["params"]["blob"].as_str().map(str::len), Some(MIB));
                 first_body = Some(f.body.clone());
             }
             Some(b) => assert!(f.body == *b, "delivery {n} differs from the first"),
         }
     }
-    assert_eq!(subs.len(), 256, "every covering subscription got the reply");
-    s.call(jsonrpc("ping", "[]", "\"after\""), None).unwrap();
+    assert_eq!(subs.len(), 256, "every covering subscription got the event");
+    // A reply answers one request: it goes to one subscription, the first made.
+    s.call(jsonrpc("ping", "[]", "\"after\""), Some(EVENTS))
+        .unwrap();
     let f = s.frame().unwrap();
+    assert_eq!(f.get("subscription"), Some("s0"), "{f:?}");
     let v = frame_json(&f).unwrap();
     assert_eq!(v["id"], "after", "{v}");
+    s.call(jsonrpc("ping", "[]", "\"again\""), Some(EVENTS))
+        .unwrap();
+    let v = frame_json(&s.frame().unwrap()).unwrap();
+    assert_eq!(v["id"], "again", "the reply came once: {v}");
     assert_peak_rss(
         &mut srv,
         STOMP_FANOUT_PEAK_MIB,
-        "1 MiB STOMP echo to 256 subscriptions",
+        "1 MiB STOMP event to 256 subscriptions",
     );
 }
 

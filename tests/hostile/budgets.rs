@@ -221,12 +221,17 @@ fn a_subscriber_that_never_reads_is_dropped_by_bytes() {
     // It is told, as its last line, which event it lost first, then closed.
     let (closed, tail) = drain_until_closed(idle.s);
     assert!(closed, "its connection is closed");
-    let last = tail.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()).unwrap_or(b"");
-    let notice: serde_json::Value = serde_json::from_slice(last)
-        .unwrap_or_else(|e| panic!("{e}: {}", excerpt(last, 200)));
+    let last = tail
+        .rsplit(|b| *b == b'\n')
+        .find(|l| !l.is_empty())
+        .unwrap_or(b"");
+    let notice: serde_json::Value =
+        serde_json::from_slice(last).unwrap_or_else(|e| panic!("{e}: {}", excerpt(last, 200)));
     assert_eq!(notice["method"], "events.lost", "{notice}");
     assert_eq!(notice["params"]["reason"], "outbox overflow");
-    assert!(notice["params"]["first_lost"].as_str().is_some_and(|id| id.contains('-')));
+    assert!(notice["params"]["first_lost"]
+        .as_str()
+        .is_some_and(|id| id.contains('-')));
     assert_peak_rss(&mut srv, 200, "a non-reading subscriber of 2 MiB events");
     let used = metric_value(
         &metrics_text(srv.addr),

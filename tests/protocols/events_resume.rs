@@ -36,7 +36,9 @@ impl Sub {
 
 /// Subscribe to `|resume` with `params` (JSON text), returning the reply.
 fn subscribe(s: &mut Sub, params: &str) -> Value {
-    let call = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":{params},\"id\":\"s\"}}\n");
+    let call = format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":{params},\"id\":\"s\"}}\n"
+    );
     s.c.send(call.as_bytes()).unwrap();
     loop {
         let v = s.c.json(KIB).expect("subscribe answered");
@@ -53,8 +55,12 @@ fn next_event(s: &mut Sub) -> (u64, String) {
         Some(v) => v,
         None => s.c.json(KIB).expect("an event"),
     };
-    let n = v["params"]["n"].as_u64().unwrap_or_else(|| panic!("not an event: {v}"));
-    let id = v["params"]["event_id"].as_str().unwrap_or_else(|| panic!("no event_id: {v}"));
+    let n = v["params"]["n"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("not an event: {v}"));
+    let id = v["params"]["event_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no event_id: {v}"));
     (n, id.to_owned())
 }
 
@@ -112,7 +118,10 @@ fn since_too_old_or_garbage_is_refused_and_nothing_is_subscribed() {
     assert_eq!(r["error"]["code"], -32007, "{r}");
     let message = r["error"]["message"].as_str().unwrap();
     let origin = first.split('-').next().unwrap();
-    assert!(message.contains(&format!("{origin}-6")), "names the oldest retained: {message}");
+    assert!(
+        message.contains(&format!("{origin}-6")),
+        "names the oldest retained: {message}"
+    );
     let r = subscribe(&mut late, r#"["|resume", "yesterday"]"#);
     assert_eq!(r["error"]["code"], -32602, "{r}");
     // Neither attempt subscribed: the next subscription is this connection's first,
@@ -133,7 +142,10 @@ fn stomp_messages_carry_event_id_and_since_resumes() {
     let first = stomp.next_message();
     let id = first.get("event-id").expect("event-id header").to_owned();
     let body: Value = serde_json::from_slice(&first.body).unwrap();
-    assert!(body["params"].get("event_id").is_none(), "not in the body unless asked: {body}");
+    assert!(
+        body["params"].get("event_id").is_none(),
+        "not in the body unless asked: {body}"
+    );
     let _ = stomp.next_message();
     publish(&mut publisher, 3);
     // A new session resumes after the first event.
@@ -156,7 +168,11 @@ fn stomp_messages_carry_event_id_and_since_resumes() {
     late.send(&f).unwrap();
     let e = late.frame().unwrap();
     assert_eq!(e.command, Command::Error);
-    assert!(e.get("message").unwrap().contains("older"), "{:?}", e.get("message"));
+    assert!(
+        e.get("message").unwrap().contains("older"),
+        "{:?}",
+        e.get("message")
+    );
 }
 
 /// A STOMP session subscribed to the event destination; the MESSAGEs replayed before

@@ -143,10 +143,32 @@ fn stomppy_receives_vm_status_event_after_vm_create() {
 }
 
 #[test]
-fn stomppy_every_covering_subscription_gets_replies_and_events() {
+fn stomppy_events_reach_every_covering_subscription_a_reply_the_first() {
     let srv = Server::start(&[]);
     let out = run_py("stomp_client.py", &["127.0.0.1", &srv.port(), "delivery"]);
     assert!(out.contains("ok delivery"), "{out}");
+}
+
+/// VDSM's `stomp_test.test_event` layout (its response queue and an event subscription
+/// on `jms.queue.events`, one connection), with stomp.py and yajsonrpc's rule that a
+/// reply must not come twice: the event arrives, and so does every later call's reply.
+#[test]
+fn vdsm_event_layout_gets_every_reply_once_and_its_events() {
+    let srv = Server::start(&[]);
+    let out = run_py("stomp_vdsm_layout.py", &[&srv.port()]);
+    let v = json(out.trim().as_bytes());
+    assert_eq!(
+        v["replies_on"],
+        serde_json::json!(["response-queue"]),
+        "{v}"
+    );
+    let events = v["events"].as_array().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e[0] == "events" && e[1] == "|virt|VM_status|layout"),
+        "the event reached the event subscription: {v}"
+    );
 }
 
 #[test]

@@ -26,7 +26,7 @@ fn python_websockets_over_tls() {
 }
 
 #[test]
-fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_the_event() {
+fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_events_in_its_subscriptions() {
     let srv = Server::start(&[]);
     let out = std::process::Command::new(jsonrpsee_echo())
         .args(["--client", &format!("ws://{}/", srv.addr)])
@@ -38,7 +38,16 @@ fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_the_event() {
         "jsonrpsee client failed: {stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for step in ["ok ping", "ok echo", "ok batch", "ok VM.create", "ok event"] {
+    for step in [
+        "ok ping",
+        "ok echo",
+        "ok batch",
+        "ok VM.create",
+        "ok event",
+        "ok subscription event",
+        "ok subscription second event",
+        "ok unsubscribed",
+    ] {
         assert!(stdout.contains(step), "{step} missing: {stdout}");
     }
 }
@@ -243,7 +252,7 @@ fn stompjs_over_node_ws_calls_and_receives_the_event() {
 }
 
 #[test]
-fn stompjs_every_covering_subscription_gets_replies_events_and_escaped_reply_to() {
+fn stompjs_events_reach_every_covering_subscription_replies_the_first_and_escaped_reply_to() {
     let srv = Server::start(&[]);
     let out = run_node("stomp_delivery.mjs", &[&format!("ws://{}/stomp", srv.addr)]);
     assert!(out.contains("ok stomp-delivery"), "{out}");

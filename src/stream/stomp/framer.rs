@@ -10,7 +10,17 @@
 mod login;
 mod rpc;
 
+/// Which covering subscriptions a message goes to (see `Stomp::deliver`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Deliver {
+    /// Every one: an event.
+    Every,
+    /// The first made: a reply.
+    First,
+}
+
 use crate::conn::out::Out;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
@@ -284,7 +294,10 @@ impl Stomp {
 
     /// The number the hub knows this session by.
     fn session_id(&self) -> u64 {
-        self.ctx.session.as_ref().map_or(self.conn_id, |s| s.conn_id)
+        self.ctx
+            .session
+            .as_ref()
+            .map_or(self.conn_id, |s| s.conn_id)
     }
 
     fn unsubscribe(&mut self, f: &Frame) -> Result<bool, Fault> {
@@ -410,7 +423,7 @@ impl Framer for Stomp {
         }
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
         if self.state != State::Connected {
             return;
         }
@@ -421,18 +434,22 @@ impl Framer for Stomp {
         }
         // The id rides in a header on every MESSAGE (headers cost VDSM's clients
         // nothing); in the body only for a subscription that asked (`since`).
-        let body = event.json(out.budget(), resumable);
+        // STOMP subscriptions are not in the subscription shape (`subscribe`'s).
+        let body = event.json(out.budget(), how.resumable);
         let id = event.id().to_string();
-        self.deliver(dest, &body, true, Some(&id), out);
+        self.deliver(dest, &body, true, Some(&id), Deliver::Every, out);
     }
 
     fn lost(&mut self, notice: &Lost, out: &mut Out) {
         // An ERROR: STOMP's word for "this session is over", with what was lost.
         let mut f = frames::error(
-            &format!("events lost ({}); subscribe again with since", notice.reason),
+            &format!(
+                "events lost ({}); subscribe again with since",
+                notice.reason
+            ),
             None,
         );
-        f.push_header("first-lost", &notice.first_lost.to_string());
+        f.push_header("first-lost", notice.first_lost.to_string());
         self.emit(&f, out);
         self.state = State::Failed;
     }

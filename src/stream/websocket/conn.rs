@@ -9,6 +9,7 @@
 
 use crate::config::WsConfig;
 use crate::conn::out::Out;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::stream::driver::{Calls, Close, Framer, MAX_OUT};
 use bytes::{Buf, BytesMut};
@@ -47,7 +48,7 @@ pub(crate) trait Messages: Send {
     }
 
     fn reply(&mut self, done: Self::Done, out: &mut Out);
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out);
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out);
     fn lost(&mut self, notice: &Lost, out: &mut Out);
 
     /// The subprotocol's own keep-alive (STOMP heart-beats).
@@ -314,9 +315,9 @@ impl<M: Messages> Framer for Ws<M> {
         }
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
         if !self.closed {
-            self.msgs.event(event, resumable, out);
+            self.msgs.event(event, how, out);
         }
     }
 
@@ -400,7 +401,7 @@ mod tests {
             Ok(false)
         }
         fn reply(&mut self, _: (), _: &mut Out) {}
-        fn event(&mut self, _: &Event, _: bool, _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: &Delivery, _: &mut Out) {}
         fn lost(&mut self, _: &Lost, _: &mut Out) {}
     }
 

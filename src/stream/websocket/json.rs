@@ -4,6 +4,7 @@
 //! messages. The answering is `rpc/jsonrpc.rs`'s, as for HTTP and raw TCP.
 
 use crate::conn::out::Out;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::rpc::jsonrpc::{self, Bounds};
 use crate::stream::driver::{Calls, Close};
@@ -63,8 +64,8 @@ impl Messages for JsonWs {
         }
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
-        let body = event.json(out.budget(), resumable);
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
+        let body = event.json_for(out.budget(), how);
         frames::put_header(out, frames::TEXT, body.len(), None);
         out.put_shared(body);
     }

@@ -5,6 +5,7 @@
 //! EOL); what the session writes in one step goes out as one text message.
 
 use crate::conn::out::Out;
+use crate::events::outbox::Delivery;
 use crate::events::{Event, Lost};
 use crate::shared::Shared;
 use crate::stream::driver::{Calls, Close, Framer};
@@ -104,8 +105,8 @@ impl Messages for StompWs {
         self.more |= !self.stream.is_empty() || self.inner.has_pending();
     }
 
-    fn event(&mut self, event: &Event, resumable: bool, out: &mut Out) {
-        self.inner.event(event, resumable, &mut self.scratch);
+    fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
+        self.inner.event(event, how, &mut self.scratch);
         self.flush(out);
     }
 

@@ -5,8 +5,9 @@
 //! - `jsonrpsee-echo --ws ADDR`: the same server serving WebSocket too, on the same port
 //!   (jsonrpsee's default; the WebSocket row of compare.sh).
 //! - `jsonrpsee-echo --client URL`: jsonrpsee's own WebSocket client against rpcmux's
-//!   demo verbs (tests/web/websocket.rs): calls, a batch, and a `VM.create` event received
-//!   as a notification. Prints `ok ...` lines; exits non-zero on any mismatch.
+//!   demo verbs (tests/web/websocket.rs): calls, a batch, a `VM.create` event received
+//!   as a notification, and events through jsonrpsee's own subscriptions (`subscribe`
+//!   with `notify`). Prints `ok ...` lines; exits non-zero on any mismatch.
 //!
 //! Port 0 picks one; the servers print `listening on IP:PORT`.
 
@@ -80,7 +81,10 @@ async fn client(url: &str) -> Result<(), Error> {
     batch.insert("ping", params(&[])?)?;
     batch.insert("echo", params(&[json!(42)])?)?;
     let replies = c.batch_request::<Value>(batch).await?;
-    let got: Vec<Value> = replies.into_ok().map_err(|_| "a batch member failed")?.collect();
+    let got: Vec<Value> = replies
+        .into_ok()
+        .map_err(|_| "a batch member failed")?
+        .collect();
     check("batch", &json!(got), &json!([true, 42]))?;
 
     // rpcmux's events are notifications named after the event: jsonrpsee receives
@@ -99,5 +103,47 @@ async fn client(url: &str) -> Result<(), Error> {
         .await?
         .ok_or("event subscription ended")??;
     check("event", &event["jsonrpsee-vm"]["status"], &json!("Up"))?;
+
+    // jsonrpsee's own subscriptions: `subscribe` with `notify` answers a subscription id
+    // and sends `{"subscription": id, "result": event}` notifications, which the client
+    // routes to this stream by id.
+    let mut sub_params = ObjectParams::new();
+    sub_params.insert("pattern", "|virt|VM_status|jsonrpsee-sub")?;
+    sub_params.insert("notify", "subscription")?;
+    let mut sub = c
+        .subscribe::<Value, _>("subscribe", sub_params, "unsubscribe")
+        .await?;
+    let mut create = ObjectParams::new();
+    create.insert("vmID", "jsonrpsee-sub")?;
+    create.insert("name", "n")?;
+    create.insert("memSize", 64)?;
+    let _: Value = c.request("VM.create", create).await?;
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), sub.next())
+        .await?
+        .ok_or("subscription ended")??;
+    check(
+        "subscription name",
+        &event["name"],
+        &json!("|virt|VM_status|jsonrpsee-sub"),
+    )?;
+    check(
+        "subscription event",
+        &event["params"]["jsonrpsee-sub"]["status"],
+        &json!("Up"),
+    )?;
+    let destroyed: Value = c
+        .request("VM.destroy", params(&[json!("jsonrpsee-sub")])?)
+        .await?;
+    let event = tokio::time::timeout(std::time::Duration::from_secs(10), sub.next())
+        .await?
+        .ok_or("subscription ended")??;
+    check(
+        "subscription second event",
+        &event["name"],
+        &json!("|virt|VM_status|jsonrpsee-sub"),
+    )?;
+    let _ = destroyed;
+    sub.unsubscribe().await?;
+    println!("ok unsubscribed");
     Ok(())
 }

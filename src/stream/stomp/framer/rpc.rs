@@ -2,6 +2,7 @@
 //! table; its reply, and each server event, become MESSAGE frames to this connection's
 //! own subscriptions.
 
+use super::Deliver;
 use crate::conn::out::Out;
 use crate::offload;
 use crate::rpc::jsonrpc::{self};
@@ -118,12 +119,20 @@ impl Stomp {
     /// `subscription` and `message-id`) in front of the same bytes, so 256 overlapping
     /// SUBSCRIBEs cost 256 heads, not 256 copies of an 8 MiB reply. `shared`: the body
     /// is an event's encoding other connections send too.
+    ///
+    /// `to`: an event goes to every covering subscription (each is a listener); a reply
+    /// answers one request, so it goes to the first covering subscription only (in the
+    /// order they were made). VDSM's client keeps its response queue and an event
+    /// subscription on one destination (`jms.queue.events` in its `stomp_test`): a
+    /// reply delivered to both completed its call once, then found no call waiting for
+    /// the second copy (yajsonrpc raises there) and later replies never arrived.
     pub(super) fn deliver(
         &mut self,
         dest: &str,
         body: &Bytes,
         shared: bool,
         event_id: Option<&str>,
+        to: Deliver,
         out: &mut Out,
     ) -> bool {
         let Stomp {
@@ -133,7 +142,11 @@ impl Stomp {
             ..
         } = self;
         let mut any = false;
-        for sub in subs.covering(dest) {
+        let limit = match to {
+            Deliver::Every => usize::MAX,
+            Deliver::First => 1,
+        };
+        for sub in subs.covering(dest).take(limit) {
             *next_message += 1;
             let id = format!("{conn_id}-{next_message}");
             frames::put_message(dest, sub, &id, body, shared, event_id, out);
@@ -148,7 +161,7 @@ impl Stomp {
     }
 
     pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut Out) {
-        if !self.deliver(dest, &body, false, None, out) {
+        if !self.deliver(dest, &body, false, None, Deliver::First, out) {
             if self.warned_unrouted {
                 tracing::debug!(
                     conn = self.conn_id,
