@@ -607,18 +607,28 @@ type Received = Arc<Mutex<Vec<(u64, String)>>>;
 /// `event_id`) that keeps each event's `i` and id, in order (30,000 events parsed whole
 /// would be most of the test's time in a debug build).
 fn seq_subscriber(addr: SocketAddr) -> Received {
+    seq_subscriber_since(addr, "0").0
+}
+
+/// [`seq_subscriber`] from `since`, with its connection (to cut it).
+fn seq_subscriber_since(addr: SocketAddr, since: &str) -> (Received, TcpStream) {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\",\"params\":{\"pattern\":\"|fleet\",\"since\":\"0\"}}\n")
-        .unwrap();
+    let conn = s.try_clone().unwrap();
+    let req = json!({"jsonrpc": "2.0", "id": 1, "method": "subscribe",
+        "params": {"pattern": "|fleet", "since": since}});
+    s.write_all(format!("{req}\n").as_bytes()).unwrap();
     let mut lines = BufReader::with_capacity(1 << 20, s);
-    let mut first = String::new();
-    lines.read_line(&mut first).unwrap();
-    assert!(first.contains("\"result\":1"), "{first}");
     let got = Arc::new(Mutex::new(Vec::with_capacity(32_768)));
     let sink = got.clone();
+    let (replied, reply) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        for line in lines.lines().map_while(Result::ok) {
+        for line in lines.by_ref().lines().map_while(Result::ok) {
+            // The reply (replayed events may come before it), or
             // {"jsonrpc":"2.0","method":"|fleet|0|<i>","params":{...}}
+            if line.contains("\"id\":1") {
+                let _ = replied.send(line);
+                continue;
+            }
             let field = |key: &str| {
                 line.split(key)
                     .nth(1)
@@ -630,7 +640,9 @@ fn seq_subscriber(addr: SocketAddr) -> Received {
             sink.lock().unwrap().push((i, field("\"event_id\":\"")));
         }
     });
-    got
+    let reply = reply.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert!(reply.contains("\"result\":1"), "{reply}");
+    (got, conn)
 }
 
 /// Write `n` `Host.publishEvent` calls (`|fleet|0|<i>` from `first`) in one go, then read
@@ -770,4 +782,45 @@ fn redis_killed_mid_stream_of_30000_events_loses_none() {
         "b's lag goes back to 0 once it has read everything"
     );
     drop(redis);
+}
+
+/// A subscriber on the publishing instance is cut after 300 events; it subscribes again on
+/// the other instance with `since` = the last id it got, and gets the rest from that
+/// instance's window and then live: every event once, in order, nothing before it again.
+#[test]
+fn a_subscriber_resumes_on_another_instance_with_since() {
+    let redis = Redis::start(free_port());
+    let ch = channel("resume");
+    let a = instance(&redis.url(), &ch);
+    let b = instance(&redis.url(), &ch);
+    wait_up(&a, 1);
+    wait_up(&b, 1);
+    let (on_a, conn) = seq_subscriber_since(a.addr, "0");
+    let publisher = TcpStream::connect(a.addr).unwrap();
+    publisher
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut publisher = BufReader::new(publisher);
+    publish_batch(&mut publisher, 0, 300);
+    assert!(wait(Duration::from_secs(10), || on_a.lock().unwrap().len()
+        == 300));
+    conn.shutdown(std::net::Shutdown::Both).unwrap();
+    let (last_i, last_id) = on_a.lock().unwrap().last().cloned().unwrap();
+    assert_eq!(last_i, 299);
+    publish_batch(&mut publisher, 300, 200);
+    // Half of what follows is in b's window before the resume, half arrives live.
+    assert!(wait(Duration::from_secs(10), || {
+        metric(&b, "rpcmux_events_fanout_total{outcome=\"received\"}") >= 400
+    }));
+    let (on_b, _conn) = seq_subscriber_since(b.addr, &last_id);
+    publish_batch(&mut publisher, 500, 100);
+    assert!(
+        wait(Duration::from_secs(10), || on_b.lock().unwrap().len()
+            >= 300),
+        "got {}",
+        on_b.lock().unwrap().len()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let got: Vec<u64> = on_b.lock().unwrap().iter().map(|(i, _)| *i).collect();
+    assert_eq!(got, (300..600).collect::<Vec<_>>());
 }
