@@ -168,3 +168,64 @@ async fn sleeper_running(c: &rpcmux::client::Client, prefix: &str) -> Value {
     );
     info
 }
+
+/// The README's gateway block, as pasted (its ports and directory moved to free ones):
+/// supervisord, then an rpcmux in front of it that the block waits for (listening once
+/// it has the verbs), a call through it, and both stopped; with rpcmux's port taken by
+/// a server left running, the block says rpcmux did not start instead of passing its
+/// readiness check against the other server.
+#[test]
+fn the_readme_block_waits_for_its_own_rpcmux() {
+    use std::process::{Command, Stdio};
+    let readme = std::fs::read_to_string(crate::common::repo().join("README.md")).unwrap();
+    let start = readme
+        .find("mkdir -p /tmp/sv && cat > /tmp/sv/supervisord.conf")
+        .expect("the gateway block in README.md");
+    let end = start + readme[start..].find("\n```").unwrap();
+    let free = || {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    };
+    let (sv_port, port) = (free(), free());
+    let dir = crate::common::temp_dir("readme-sv");
+    let pasted = readme[start..end]
+        .replace("/tmp/sv", dir.to_str().unwrap())
+        .replace("127.0.0.1:9001", &format!("127.0.0.1:{sv_port}"))
+        .replace(
+            "rpcmux serve --no-demo",
+            &format!("rpcmux serve --listen 127.0.0.1:{port} --no-demo"),
+        );
+    let stop = "kill %2 %1; rm -f \"$out\"; wait\n";
+    let call = format!("rpcmux call localhost:{port} supervisor.getState\n");
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_rpcmux"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let paste = |block: String| {
+        let out = Command::new("bash")
+            .args(["-c", &block])
+            .env("PATH", &path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (text(&out.stdout), text(&out.stderr))
+    };
+    let (out, err) = paste(format!("{pasted}\n{call}{stop}"));
+    assert!(out.contains(r#""statename": "RUNNING""#), "{out}\n{err}");
+    let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let (_, err) = paste(format!("{pasted}\n{stop}"));
+    assert!(
+        err.contains("rpcmux serve did not start: its error is above"),
+        "{err}"
+    );
+    assert!(err.contains("Address already in use"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
