@@ -11,6 +11,7 @@ use rpcmux_value::{Params, RpcError, Value};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::time::Duration;
+use tokio::time::Instant;
 
 /// The first wait before connecting again; it doubles per failed attempt up to
 /// [`BACKOFF_MAX`], and starts over once subscribed.
@@ -95,6 +96,8 @@ pub struct Follow {
     backoff: Duration,
     ever_subscribed: bool,
     keepalive: Duration,
+    /// When the next keepalive call goes out.
+    next_ping: Instant,
 }
 
 impl Follow {
@@ -121,12 +124,13 @@ impl Follow {
             backoff: BACKOFF_MIN,
             ever_subscribed: false,
             keepalive: Duration::from_secs(20),
+            next_ping: Instant::now(),
         }
     }
 
-    /// After this long without an event, make a cheap call to learn that the
-    /// connection still works (a dead peer, a server's idle timeout, WebSocket pings
-    /// the client does not answer); default 20 s.
+    /// Every this long, make a cheap call, to learn that the connection still works (a
+    /// dead peer) and to keep it from looking idle (a server's idle timeout, WebSocket
+    /// pings of a silent peer, which the client does not answer); default 20 s.
     pub fn with_keepalive(mut self, every: Duration) -> Follow {
         self.keepalive = every;
         self
@@ -165,7 +169,7 @@ impl Follow {
                 }
             }
             let Some(conn) = &mut self.conn else { continue };
-            let got = tokio::time::timeout(self.keepalive, conn.events.next()).await;
+            let got = tokio::time::timeout_at(self.next_ping, conn.events.next()).await;
             match got {
                 Ok(Some(e)) => {
                     if let Some(out) = self.take(e) {
@@ -174,6 +178,7 @@ impl Follow {
                 }
                 Ok(None) => return Ok(self.drop_conn("connection closed".into())),
                 Err(_) => {
+                    self.next_ping = Instant::now() + self.keepalive;
                     if let Err(e) = self.ping().await {
                         return Ok(self.drop_conn(e.to_string()));
                     }
@@ -200,6 +205,7 @@ impl Follow {
             Err(e) => return Err(FollowError::Client(e)),
         }
         self.conn = Some(Conn { client, events });
+        self.next_ping = Instant::now() + self.keepalive;
         Ok(())
     }
 

@@ -222,3 +222,42 @@ impl Decode for Messages {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_answer_the_subscribe_or_tell_of_events_lost() {
+        let too_old = Frame::new(Command::Error)
+            .header("receipt-id", "rpcmux-client-sub-7")
+            .header(
+                "message",
+                "since is older than the events retained here (oldest retained: 00000000000000ff-6)",
+            );
+        let Ok(Incoming::Reply { id: 7, reply }) = error_frame(&too_old) else {
+            panic!()
+        };
+        assert_eq!(reply.unwrap_err().code, -32007);
+        let lost = Frame::new(Command::Error)
+            .header(
+                "message",
+                "events lost (outbox overflow); subscribe again with since",
+            )
+            .header("first-lost", "00000000000000ff-9");
+        let Ok(Incoming::Event(e)) = error_frame(&lost) else {
+            panic!()
+        };
+        assert!(e.is_lost_notice());
+        assert_eq!(
+            e.params.get("reason").and_then(Value::as_str),
+            Some("outbox overflow")
+        );
+        assert_eq!(
+            e.params.get("first_lost").and_then(Value::as_str),
+            Some("00000000000000ff-9")
+        );
+        let other = Frame::new(Command::Error).header("message", "bad frame");
+        assert!(error_frame(&other).is_err());
+    }
+}

@@ -21,6 +21,14 @@ struct Watch {
 
 impl Watch {
     fn start(args: &[&str]) -> Watch {
+        let (watch, gate) = Watch::start_gated(args);
+        gate.send(()).unwrap();
+        watch
+    }
+
+    /// Started with its stdout not read until something is sent on the gate: it blocks
+    /// writing there, and so stops reading its connection.
+    fn start_gated(args: &[&str]) -> (Watch, mpsc::Sender<()>) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_rpcmux"))
             .arg("watch")
             .args(args)
@@ -30,8 +38,10 @@ impl Watch {
             .spawn()
             .expect("run rpcmux watch");
         let (tx, lines) = mpsc::channel();
+        let (gate, opened) = mpsc::channel();
         let out = child.stdout.take().unwrap();
         std::thread::spawn(move || {
+            let _ = opened.recv();
             for l in BufReader::new(out).lines() {
                 let Ok(l) = l else { break };
                 if tx.send(l).is_err() {
@@ -49,11 +59,12 @@ impl Watch {
                 k.push('\n');
             }
         });
-        Watch {
+        let watch = Watch {
             child,
             lines,
             stderr,
-        }
+        };
+        (watch, gate)
     }
 
     /// The next event line, parsed; `None` after `within`.
@@ -76,8 +87,13 @@ impl Drop for Watch {
 
 /// Publish `|t|N` with params `{"n": N}`.
 fn publish(publisher: &mut Lines, n: u64) {
+    publish_padded(publisher, n, "");
+}
+
+/// Publish `|t|N` with params `{"n": N, "pad": pad}`.
+fn publish_padded(publisher: &mut Lines, n: u64, pad: &str) {
     let call = format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|t|{n}\",\"params\":{{\"n\":{n}}}}},\"id\":{n}}}\n"
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|t|{n}\",\"params\":{{\"n\":{n},\"pad\":\"{pad}\"}}}},\"id\":{n}}}\n"
     );
     publisher.send(call.as_bytes()).unwrap();
     let r = publisher.json(KIB).expect("publish answered");
@@ -183,4 +199,41 @@ fn watch_refuses_a_since_too_old_or_garbage_with_exit_1() {
         .map(|_| w.next(Duration::from_secs(10)).expect("replayed")["params"]["n"].clone())
         .collect();
     assert_eq!(ns, [2, 3]);
+}
+
+/// A watcher that stops reading (its stdout is not read) falls behind: the server drops
+/// it with `events.lost`; once its output is read again it connects again, resumes
+/// after the last event it printed (the server still retains the rest) and prints every
+/// event once, in order.
+#[test]
+fn watch_told_of_events_lost_resumes_and_misses_nothing() {
+    // 2,500 events of 16 KiB (40 MiB, within the 64 MiB retained) overflow what the
+    // sockets, the client's queue and the server's outbox (16 MiB) hold.
+    const TOTAL: u64 = 2500;
+    let srv = Server::start(&[]);
+    let addr = srv.addr.to_string();
+    let (w, gate) = Watch::start_gated(&["--timeout", "20", &addr, "|t"]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    let warmup = Instant::now();
+    while !w.stderr().contains("subscribed") {
+        assert!(warmup.elapsed() < Duration::from_secs(20), "{}", w.stderr());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pad = "x".repeat(16 * 1024);
+    for n in 1..=TOTAL {
+        publish_padded(&mut publisher, n, &pad);
+    }
+    gate.send(()).unwrap();
+    for want in 1..=TOTAL {
+        let e = w
+            .next(Duration::from_secs(30))
+            .unwrap_or_else(|| panic!("event {want} never came\n{}", w.stderr()));
+        assert_eq!(e["params"]["n"], want, "each once, in order");
+    }
+    let log = w.stderr();
+    assert!(
+        log.contains("fell behind") && log.contains("outbox overflow"),
+        "{log}"
+    );
+    assert!(log.contains("resuming after"), "{log}");
 }
