@@ -59,8 +59,9 @@ pub(crate) fn start(
         "redis" => {
             #[cfg(feature = "events-redis")]
             {
-                let backend = redis::RedisBackend::new(url, &config.channel, config.max_len)
-                    .map_err(|e| invalid(format!("[events] url {url:?}: {e}")))?;
+                let backend =
+                    redis::RedisBackend::new(url, &config.channel, config.max_len, hub.instance())
+                        .map_err(|e| invalid(format!("[events] url {url:?}: {e}")))?;
                 fanout::spawn(hub, config, backend, stop);
                 Ok(())
             }

@@ -47,6 +47,9 @@ pub(crate) struct RedisBackend {
     client: Client,
     key: String,
     max_len: usize,
+    /// The connections' names (`CLIENT SETNAME`): `rpcmux-<instance>-`, then `pub` or
+    /// `read`, so `CLIENT LIST` tells which instance is which.
+    name: String,
     /// Where reading goes on after a reconnect (shared with the reader of the moment).
     pos: Arc<Mutex<Position>>,
 }
@@ -72,9 +75,10 @@ impl Position {
 }
 
 impl RedisBackend {
-    /// A backend for `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`) and the stream `key`;
-    /// nothing is connected yet. A malformed URL is an error.
-    pub fn new(url: &str, key: &str, max_len: usize) -> Result<Self, BoxError> {
+    /// A backend for `url` (`redis://[:PASSWORD@]HOST:PORT[/DB]`) and the stream `key`,
+    /// for the instance `instance`; nothing is connected yet. A malformed URL is an
+    /// error.
+    pub fn new(url: &str, key: &str, max_len: usize, instance: u64) -> Result<Self, BoxError> {
         if key.is_empty() {
             return Err("[events] channel is empty".into());
         }
@@ -82,8 +86,19 @@ impl RedisBackend {
             client: Client::open(url)?,
             key: key.to_owned(),
             max_len: max_len.max(1),
+            name: format!("rpcmux-{instance:016x}-"),
             pos: Arc::default(),
         })
+    }
+
+    /// Name a connection (`pub`, `read`); a server that refuses (an ACL without
+    /// `CLIENT SETNAME`) is not an error.
+    async fn set_name(&self, conn: &mut MultiplexedConnection, what: &str) {
+        let _: Result<(), _> = redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(format!("{}{what}", self.name))
+            .query_async(conn)
+            .await;
     }
 
     fn config(response: Duration) -> AsyncConnectionConfig {
@@ -115,6 +130,7 @@ impl Backend for RedisBackend {
             .client
             .get_multiplexed_async_connection_with_config(&Self::config(RESPONSE_TIMEOUT))
             .await?;
+        self.set_name(&mut conn, "pub").await;
         let info: String = redis::cmd("INFO")
             .arg("server")
             .query_async(&mut conn)
@@ -125,12 +141,13 @@ impl Backend for RedisBackend {
             .map(|id| id.trim().to_owned())
             .ok_or("INFO server has no run_id")?;
         let end = stream_end(&mut conn, &self.key).await?;
-        let reader = self
+        let mut reader = self
             .client
             .get_multiplexed_async_connection_with_config(&Self::config(
                 RESPONSE_TIMEOUT + Duration::from_millis(BLOCK_MS),
             ))
             .await?;
+        self.set_name(&mut reader, "read").await;
         let fresh = {
             let mut pos = Position::lock(&self.pos);
             let fresh = match &pos.run_id {

@@ -68,6 +68,22 @@ impl Redis {
     }
 }
 
+impl Redis {
+    /// `CLIENT LIST`: one line per connection.
+    fn clients(&self) -> String {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.write_all(b"CLIENT LIST\r\n").unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut out = Vec::new();
+        let mut buf = [0; 65536];
+        while let Ok(n @ 1..) = s.read(&mut buf) {
+            out.extend_from_slice(&buf[..n]);
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    }
+}
+
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -823,4 +839,74 @@ fn a_subscriber_resumes_on_another_instance_with_since() {
     std::thread::sleep(Duration::from_millis(300));
     let got: Vec<u64> = on_b.lock().unwrap().iter().map(|(i, _)| *i).collect();
     assert_eq!(got, (300..600).collect::<Vec<_>>());
+}
+
+/// Only b's reading connection is killed (`CLIENT KILL ID`) while a goes on publishing on
+/// the same Redis: b reconnects and reads on from the last entry it took, so its
+/// subscriber gets every event once, in order, with nothing re-sent.
+#[test]
+fn an_instance_cut_off_reads_what_it_missed_after_reconnecting() {
+    let redis = Redis::start(free_port());
+    let ch = channel("cutoff");
+    let a = instance(&redis.url(), &ch);
+    let b = instance(&redis.url(), &ch);
+    wait_up(&a, 1);
+    wait_up(&b, 1);
+    let on_b = seq_subscriber(b.addr);
+    let publisher = TcpStream::connect(a.addr).unwrap();
+    publisher
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut publisher = BufReader::new(publisher);
+    publish_batch(&mut publisher, 0, 100);
+    assert!(wait(Duration::from_secs(10), || on_b.lock().unwrap().len()
+        == 100));
+    // Each connection is named rpcmux-<instance>-pub|read; a's instance is the origin of
+    // its events' ids.
+    let a_id = on_b.lock().unwrap()[0]
+        .1
+        .split('-')
+        .next()
+        .unwrap()
+        .to_owned();
+    let clients = redis.clients();
+    let b_reader = clients
+        .lines()
+        .find(|l| l.contains("name=rpcmux-") && l.contains("-read ") && !l.contains(&a_id))
+        .unwrap_or_else(|| panic!("no reader of b in:\n{clients}"));
+    let id = b_reader
+        .split(' ')
+        .find_map(|f| f.strip_prefix("id="))
+        .unwrap();
+    let killed = redis.command(&[b"CLIENT", b"KILL", b"ID", id.as_bytes()]);
+    assert!(
+        killed.starts_with(b":1"),
+        "{}",
+        String::from_utf8_lossy(&killed)
+    );
+    // a is still connected: these go into the stream while b is away (its reconnect
+    // waits 50 ms at least).
+    publish_batch(&mut publisher, 100, 500);
+    assert!(
+        wait(Duration::from_secs(15), || on_b.lock().unwrap().len()
+            >= 600),
+        "b got {}; log:\n{}",
+        on_b.lock().unwrap().len(),
+        b.log()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let got: Vec<u64> = on_b.lock().unwrap().iter().map(|(i, _)| *i).collect();
+    assert_eq!(got, (0..600).collect::<Vec<_>>());
+    assert_eq!(metric(&b, "rpcmux_events_backend_connects_total"), 2);
+    assert_eq!(metric(&a, "rpcmux_events_backend_connects_total"), 1);
+    for (srv, outcome) in [(&a, "resent"), (&b, "duplicate"), (&b, "missed")] {
+        assert_eq!(
+            metric(
+                srv,
+                &format!("rpcmux_events_fanout_total{{outcome=\"{outcome}\"}}")
+            ),
+            0,
+            "{outcome}"
+        );
+    }
 }
