@@ -1,7 +1,7 @@
 //! End-to-end tests of the protocols and the server's front door: each protocol against
 //! real clients and raw bytes, typed verbs, rpcmux embedded as a library, connection
-//! handling, the config file and its reference, `rpcmux serve` startup, `rpcmux call`
-//! and `bench`, the OpenRPC generator; and the fuzzer's findings in the protocol crates,
+//! handling, the config file and its reference, `rpcmux serve` startup, `rpcmux call`,
+//! `watch` and `bench`, the OpenRPC generator; and the fuzzer's findings in the protocol crates,
 //! replayed (fuzz_regressions.rs).
 //!
 //! One test binary for all of them (linking the crate once, not once per file); each file
