@@ -115,6 +115,15 @@ fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
         _ if text.contains("HTTP 429") || text.contains("HTTP/1.1 429") => "too many failed \
             logins from this address or for this user: the server refuses more for a while"
             .into(),
+        // A TLS-only port's answer to plaintext HTTP (its 400 says so).
+        None if text.contains("This port requires TLS") => {
+            "the server speaks TLS only: add --tls-ca FILE".to_string()
+        }
+        // The same 400 to a WebSocket upgrade, whose body the client does not show.
+        None if text.contains("upgrade refused: HTTP/1.1 400") => "the server speaks TLS \
+            only (add --tls-ca FILE), or refused the WebSocket handshake; its log names the \
+            cause"
+            .to_string(),
         _ if text.contains("Connection refused") => {
             "nothing listens there: is `rpcmux serve` running, on that address?".to_string()
         }
