@@ -292,7 +292,30 @@ impl Task {
             .take(n)
             .map(|o| o.bytes.as_slice())
             .collect();
-        if let Err(e) = publisher.publish(&batch).await {
+        // While the engine answers (5 s at most, on a link that died silently), what the
+        // hub queues is taken too, up to `queue`: the hand-off queue is small.
+        let mut arrived = Vec::new();
+        let room = self.caps.events.saturating_sub(self.waiting.len());
+        let sent = {
+            let publish = publisher.publish(&batch);
+            tokio::pin!(publish);
+            loop {
+                let limit = room.saturating_sub(arrived.len()).min(BATCH);
+                tokio::select! {
+                    r = &mut publish => break r,
+                    k = self.rx.recv_many(&mut arrived, limit), if limit > 0 => {
+                        if k == 0 {
+                            break (&mut publish).await; // the hub is gone
+                        }
+                    }
+                }
+            }
+        };
+        drop(batch);
+        if !arrived.is_empty() {
+            self.take(&mut arrived);
+        }
+        if let Err(e) = sent {
             for o in self.waiting.items.iter_mut().take(n) {
                 o.again = true;
             }
@@ -547,7 +570,7 @@ mod tests {
     }
 
     use crate::events::EventId;
-    use rpcmux_value::Value;
+    use rpcmux_value::{Map, Value};
 
     fn event(origin: u64, seq: u64) -> Vec<u8> {
         let mut out = Vec::new();
@@ -611,6 +634,50 @@ mod tests {
         assert_eq!(order, [(1, true), (2, true), (3, true), (4, false)]);
         assert_eq!(task.waiting.bytes, 40);
         assert_eq!((task.sent.len(), task.sent.bytes), (0, 0));
+    }
+
+    /// A publisher whose engine answers only when told.
+    struct Stalled(Arc<tokio::sync::Notify>);
+
+    impl Publisher for Stalled {
+        fn fresh(&self) -> bool {
+            false
+        }
+
+        async fn publish(&mut self, _: &[&[u8]]) -> Result<(), BoxError> {
+            self.0.notified().await;
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn events_published_while_the_engine_is_slow_to_answer_are_taken() {
+        let hub = Arc::new(EventHub::default());
+        let config = EventsConfig {
+            queue: 64,
+            ..EventsConfig::default()
+        };
+        let mut task = Task::new(&hub, &config);
+        hub.publish("|t", Map::default());
+        let mut first = Vec::new();
+        task.rx.recv_many(&mut first, 8).await;
+        task.take(&mut first);
+        let answer = Arc::new(tokio::sync::Notify::new());
+        let mut publisher = Stalled(answer.clone());
+        // 100 events while the engine has not answered: more than the hand-off queue
+        // (64 here) holds.
+        let publishing = async {
+            for _ in 0..100 {
+                hub.publish("|t", Map::default());
+                tokio::task::yield_now().await;
+            }
+            answer.notify_one();
+        };
+        let (sent, ()) = tokio::join!(task.send(&mut publisher), publishing);
+        sent.unwrap();
+        assert_eq!(count(&task.stats.not_sent), 0);
+        assert_eq!(count(&task.stats.sent), 1);
+        assert_eq!(task.waiting.len() + task.rx.len(), 100);
     }
 
     #[test]
