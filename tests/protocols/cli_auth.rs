@@ -22,9 +22,9 @@ const PROTOS: &[&str] = &[
     "stomp-ws",
 ];
 
-struct Files {
-    creds: PathBuf,
-    password: PathBuf,
+pub(crate) struct Files {
+    pub(crate) creds: PathBuf,
+    pub(crate) password: PathBuf,
     wrong: PathBuf,
     token: PathBuf,
     forged: PathBuf,
@@ -48,7 +48,7 @@ fn mint(secret: &Path) -> String {
 
 /// A credentials file where anonymous callers may call nothing: alice with a password,
 /// tokens signed with an HS256 secret; and the files the client reads.
-fn files() -> Files {
+pub(crate) fn files() -> Files {
     let dir = std::env::temp_dir().join(format!("rpcmux-cli-auth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_rpcmux"))

@@ -237,3 +237,54 @@ fn watch_told_of_events_lost_resumes_and_misses_nothing() {
     );
     assert!(log.contains("resuming after"), "{log}");
 }
+
+/// `--user` and `--password-file` as `rpcmux call` takes them: the watcher logs in on
+/// each protocol and follows; without credentials the subscription is refused (exit 1).
+#[test]
+fn watch_logs_in_with_the_flags_of_call() {
+    let f = crate::cli_auth::files();
+    // alice as `rpcmux call`'s tests have her, receiving every event.
+    let creds = std::fs::read_to_string(&f.creds).unwrap().replacen(
+        "allow = [\"*\"]\n",
+        "allow = [\"*\"]\nevents = [\"*\"]\n",
+        1,
+    );
+    let file = f.creds.with_file_name("creds-events.toml");
+    std::fs::write(&file, creds).unwrap();
+    let srv = Server::start(&["--auth", file.to_str().unwrap()]);
+    let addr = srv.addr.to_string();
+    let pw = f.password.to_str().unwrap();
+    let login = ["--user", "alice", "--password-file", pw];
+    let protos = ["jsonrpc-tcp", "msgpack", "stomp", "jsonrpc-ws"];
+    let watchers: Vec<Watch> = protos
+        .iter()
+        .map(|p| Watch::start(&[&["--proto", p][..], &login, &[&addr, "|t"]].concat()))
+        .collect();
+    let warmup = Instant::now();
+    for w in &watchers {
+        while !w.stderr().contains("subscribed") {
+            assert!(warmup.elapsed() < Duration::from_secs(20), "{}", w.stderr());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let published = crate::common::run_rpcmux(
+        &[
+            &["call"][..],
+            &login,
+            &[&addr, "Host.publishEvent", "name=|t|1", r#"params={"n":1}"#],
+        ]
+        .concat(),
+        None,
+    );
+    assert!(published.status.success(), "{published:?}");
+    for (w, proto) in watchers.iter().zip(protos) {
+        let e = w
+            .next(Duration::from_secs(20))
+            .unwrap_or_else(|| panic!("{proto}: {}", w.stderr()));
+        assert_eq!(e["params"]["n"], 1, "{proto}: {e}");
+    }
+    let out = crate::common::run_rpcmux(&["watch", &addr, "|t"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("refused"), "{err}");
+}
