@@ -22,7 +22,7 @@
 //! every publish take 14 ms and every close 1.8 ms. A subscription belongs to its
 //! connection: only that connection can cancel it.
 
-use crate::codes::{ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
+use crate::codes::{ERR_OUTPUT_FULL, ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
 use crate::conn::budget::Budget;
 use crate::events::outbox::{Delivery, Lost, Offer};
 use crate::events::retention::{self, Retention};
@@ -241,6 +241,12 @@ impl EventHub {
         // exactly the events delivered before this subscription exists.
         let replay = match options.since {
             None => Vec::new(),
+            Some(_) if session.link.outbox.past_bounds() => {
+                return Err(RpcError::new(
+                    ERR_OUTPUT_FULL,
+                    "an earlier replay still waits to be sent on this session: read it, then subscribe with since again",
+                ));
+            }
             Some(since) => {
                 let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
                 order.window.after(since).map_err(|old| {
@@ -556,6 +562,36 @@ mod tests {
             e.message
         );
         assert!(!hub.is_subscribed(2), "nothing subscribed");
+    }
+
+    #[test]
+    fn a_session_replays_one_window_at_a_time() {
+        let hub = EventHub::default();
+        for n in 0..10 {
+            hub.publish(&format!("|t|{n}"), Map::default());
+        }
+        // An outbox of 4 events: a replay of 10 goes past it, whole.
+        let (a, mut rx) = session(1, 4);
+        let first = hub
+            .subscribe_since("*", a.clone(), Some(Since::Oldest), true)
+            .unwrap();
+        // Replaying again and again without reading (unsubscribe in between keeps the
+        // subscription count down) queued a window per call, without bound.
+        assert!(hub.unsubscribe(1, first));
+        for _ in 0..3 {
+            let e = hub
+                .subscribe_since("*", a.clone(), Some(Since::Oldest), true)
+                .unwrap_err();
+            assert_eq!(e.code, ERR_OUTPUT_FULL, "{}", e.message);
+        }
+        assert_eq!(
+            std::iter::from_fn(|| next(&mut rx)).count(),
+            10,
+            "one window"
+        );
+        hub.subscribe_since("*", a, Some(Since::Oldest), true)
+            .expect("read: it may replay again");
+        assert_eq!(std::iter::from_fn(|| next(&mut rx)).count(), 10);
     }
 
     #[test]

@@ -10,7 +10,9 @@
 //! however big: a subscriber that keeps up receives every event the server publishes.
 //!
 //! A replay (`subscribe` with `since`) is queued whole, past these bounds: it is bounded
-//! by the hub's retention window, which it is a copy of (the events are shared).
+//! by the hub's retention window, which it is a copy of (the events are shared). Only
+//! one replay at a time may wait past them ([`Outbox::past_bounds`]): a session asking
+//! for another before reading the first is refused.
 
 use crate::conn::budget::Budget;
 pub(crate) use crate::events::event::Delivery;
@@ -184,6 +186,18 @@ impl Outbox {
     /// Does any event wait in this outbox?
     pub(crate) fn is_empty(&self) -> bool {
         self.held.events.load(Ordering::Relaxed) == 0
+    }
+
+    /// Does it hold more than its bounds (only a replay puts it there)? Then it takes
+    /// no further replay until it has been read below them: each replay is bounded by
+    /// the retention window, but a session replaying again and again (`subscribe` with
+    /// `since` and `unsubscribe` in a loop, or STOMP `SUBSCRIBE` with `since`) would
+    /// otherwise queue a window's worth per call, without bound.
+    pub(crate) fn past_bounds(&self) -> bool {
+        let events = self.held.events.load(Ordering::Relaxed);
+        events > 0
+            && (events >= self.max_events
+                || self.held.bytes.load(Ordering::Relaxed) > self.max_bytes)
     }
 }
 
