@@ -227,11 +227,21 @@ pub(crate) fn shared(bytes: impl Into<Vec<u8>>, budget: &Arc<Budget>) -> Bytes {
     if bytes.len() <= crate::conn::budget::SMALL {
         return Bytes::from(bytes);
     }
-    let charge = budget.charge(bytes.len());
-    Bytes::from_owner(Charged {
-        bytes,
-        _charge: charge,
-    })
+    Bytes::from_owner(Charged::new(bytes, budget))
+}
+
+impl Charged {
+    /// `bytes`, charged by the memory they hold: an event encoded into a buffer grown by
+    /// doubling is first cut to its length, as a reply is (uncut, an 8 MiB event's
+    /// encoding held up to 16 MiB against its 8 MiB charge).
+    fn new(bytes: Vec<u8>, budget: &Arc<Budget>) -> Charged {
+        let bytes = cut_to_length(bytes);
+        let charge = budget.charge(bytes.len());
+        Charged {
+            bytes,
+            _charge: charge,
+        }
+    }
 }
 
 /// Encoded bytes and the budget charge they hold until the last holder drops them.
@@ -249,6 +259,25 @@ impl AsRef<[u8]> for Charged {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shared_bytes_hold_about_what_they_are_charged() {
+        let budget = Budget::new(1 << 30);
+        let len = 3 * crate::conn::budget::SMALL;
+        // As an encoder leaves a buffer: grown by doubling past its length.
+        let mut grown = Vec::with_capacity(128);
+        for i in 0..len {
+            grown.push(i as u8);
+        }
+        assert!(grown.capacity() >= len + len / 8, "{}", grown.capacity());
+        let held = Charged::new(grown, &budget);
+        assert_eq!(budget.used(), len);
+        assert!(
+            held.bytes.capacity() <= len + len / 16,
+            "{} bytes held for a charge of {len}",
+            held.bytes.capacity()
+        );
+    }
 
     fn collect(out: &Out) -> Vec<u8> {
         let mut v = Vec::new();
