@@ -255,6 +255,12 @@ pub(super) struct Upgraded {
     pub stream: Option<hyper::upgrade::OnUpgrade>,
 }
 
+/// The log budget of browser requests refused for their `Host` or `Origin`: one line
+/// each let a keep-alive client write a log line per request, unauthenticated (at most
+/// a few a second, each saying how many were not logged; `rpcmux_refused_total` counts).
+static REFUSED_BROWSERS: std::sync::LazyLock<crate::observe::log_budget::LogBudget> =
+    std::sync::LazyLock::new(crate::observe::log_budget::LogBudget::new);
+
 /// The origin rule (`http/origin.rs`) around [`route_rpc`], and WebSocket handshakes
 /// (an HTTP/1.1 upgrade, or an HTTP/2 extended CONNECT: [`super::h2`]).
 pub(super) async fn route(
@@ -271,7 +277,9 @@ pub(super) async fn route(
     {
         // DNS rebinding: a page on a name the attacker points at this server is "same
         // origin" with it; only the names the server is known by are served to browsers.
-        tracing::info!(peer = %info.peer, host = ?req.headers().get(hyper::header::HOST), "browser request for a host name not allowed; answering 403");
+        if let Some(suppressed) = REFUSED_BROWSERS.admit() {
+            tracing::info!(peer = %info.peer, host = ?req.headers().get(hyper::header::HOST), suppressed, "browser request for a host name not allowed; answering 403");
+        }
         if let Some(m) = &shared.metrics {
             m.refused("host");
         }
@@ -284,7 +292,9 @@ pub(super) async fn route(
     let is_ws = handshake::is_upgrade(&req);
     if let Verdict::Refused(o) = &verdict {
         if is_ws || req.method() == Method::POST || req.method() == Method::OPTIONS {
-            tracing::info!(peer = %info.peer, origin = %o, "origin not allowed; answering 403");
+            if let Some(suppressed) = REFUSED_BROWSERS.admit() {
+                tracing::info!(peer = %info.peer, origin = %o, suppressed, "origin not allowed; answering 403");
+            }
             return text(
                 StatusCode::FORBIDDEN,
                 "origin not allowed (see --allow-origin, [web] allowed_origins)\n",
@@ -494,22 +504,29 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         gap: limits.body_timeout(),
         min_rate: limits.min_body_rate,
     };
-    let (mut body, mut charge) =
-        match body::collect(req.into_body(), declared, &body_limits, &shared.budget, lane).await {
-            Ok(b) => b,
-            Err(BodyError::TooLarge) => return too_large(kind),
-            Err(BodyError::TooSlow(why)) => {
-                tracing::info!(peer = %info.peer, "{why}; answering 408");
-                let e = RpcError::invalid_request(why);
-                let mut r = error_reply(kind, StatusCode::REQUEST_TIMEOUT, &e);
-                r.headers_mut()
-                    .insert(CONNECTION, HeaderValue::from_static("close"));
-                return r;
-            }
-            Err(BodyError::Broken(e)) => {
-                return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n"))
-            }
-        };
+    let (mut body, mut charge) = match body::collect(
+        req.into_body(),
+        declared,
+        &body_limits,
+        &shared.budget,
+        lane,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(BodyError::TooLarge) => return too_large(kind),
+        Err(BodyError::TooSlow(why)) => {
+            tracing::info!(peer = %info.peer, "{why}; answering 408");
+            let e = RpcError::invalid_request(why);
+            let mut r = error_reply(kind, StatusCode::REQUEST_TIMEOUT, &e);
+            r.headers_mut()
+                .insert(CONNECTION, HeaderValue::from_static("close"));
+            return r;
+        }
+        Err(BodyError::Broken(e)) => {
+            return text(StatusCode::BAD_REQUEST, &format!("bad request body: {e}\n"))
+        }
+    };
     if coding != encoding::Coding::Identity {
         let zipped = body;
         // What a compressed body inflates to is known only once inflated: bodies are

@@ -644,3 +644,34 @@ fn post_within_json(addr: std::net::SocketAddr, method: &str, params: &str) -> s
         .json()
         .unwrap()
 }
+
+/// Issue 39 (second review): a browser request refused for its `Origin` or `Host` was
+/// logged one INFO line each, so an unauthenticated client wrote a log line per request.
+/// 400 refused POSTs now leave a few lines a second (each saying how many were not
+/// logged), all of them still answered 403.
+#[test]
+fn refused_origins_log_a_few_lines() {
+    let srv = Server::start(&[]);
+    let body = jsonrpc("ping", "[]", "1");
+    const N: usize = 400;
+    let start = std::time::Instant::now();
+    for i in 0..N {
+        let r = post(
+            srv.addr,
+            &[JSON, ("Origin", "http://evil.example")],
+            &body,
+            4 * KIB,
+        )
+        .unwrap();
+        assert_eq!(r.status, 403, "request {i}: {}", r.text());
+    }
+    let took = start.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    let lines = srv.log().matches("origin not allowed").count();
+    let budget = 10 * (took.as_secs() as usize + 2);
+    assert!(
+        lines <= budget,
+        "{lines} log lines for {N} refused requests in {took:?} (at most {budget})"
+    );
+    assert!(lines >= 1, "refusals are still logged");
+}
