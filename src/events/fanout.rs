@@ -85,7 +85,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The first reconnect delay; it doubles up to `reconnect_max`.
 const BACKOFF_MIN: Duration = Duration::from_millis(100);
 /// Other instances whose sequence numbers are tracked (for dedupe and `missed`); past
-/// it the table starts over, so a fleet that churns instance ids cannot grow it.
+/// it the one heard from longest ago is forgotten, so a fleet that churns instance ids
+/// cannot grow the table.
 const MAX_ORIGINS: usize = 1_024;
 
 /// Start forwarding `hub`'s events through `backend` until `stop`.
@@ -152,8 +153,11 @@ struct Task {
     waiting: Queue,
     /// Events the engine took in the last `caps.age`, to send again to a fresh one.
     sent: Queue,
-    /// The last sequence number delivered from each other instance.
-    seen: HashMap<u64, u64>,
+    /// The last sequence number delivered from each other instance, and when it came
+    /// (in `received` order).
+    seen: HashMap<u64, (u64, u64)>,
+    /// Events received so far: the clock of `seen`.
+    tick: u64,
     refused_log: Throttle,
     down_log: Throttle,
     full_log: Throttle,
@@ -184,6 +188,7 @@ impl Task {
             waiting: Queue::default(),
             sent: Queue::default(),
             seen: HashMap::new(),
+            tick: 0,
             refused_log: Throttle::default(),
             down_log: Throttle::default(),
             full_log: Throttle::default(),
@@ -473,14 +478,21 @@ impl Task {
             return; // delivered locally when it was published
         }
         if self.seen.len() >= MAX_ORIGINS && !self.seen.contains_key(&id.origin) {
-            self.seen.clear();
+            let oldest = self
+                .seen
+                .iter()
+                .min_by_key(|(_, (_, at))| *at)
+                .map(|(o, _)| *o);
+            if let Some(oldest) = oldest {
+                self.seen.remove(&oldest);
+            }
         }
-        match self.seen.get(&id.origin) {
-            Some(&last) if id.seq <= last => {
+        match self.seen.get(&id.origin).map(|(seq, _)| *seq) {
+            Some(last) if id.seq <= last => {
                 self.stats.duplicate.fetch_add(1, Ordering::Relaxed);
                 return;
             }
-            Some(&last) if id.seq > last + 1 => {
+            Some(last) if id.seq > last + 1 => {
                 let gap = id.seq - last - 1;
                 self.stats.missed.fetch_add(gap, Ordering::Relaxed);
                 if let Some(more) = self.gap_log.allow() {
@@ -496,7 +508,8 @@ impl Task {
             }
             _ => {}
         }
-        self.seen.insert(id.origin, id.seq);
+        self.tick += 1;
+        self.seen.insert(id.origin, (id.seq, self.tick));
         self.stats.received.fetch_add(1, Ordering::Relaxed);
         self.hub.deliver(&Arc::new(event));
     }
@@ -606,6 +619,25 @@ mod tests {
         assert_eq!(count(&s.duplicate), 3, "7-2 and 7-1 again, 7-4 after 7-5");
         assert_eq!(count(&s.missed), 2, "7-3 and 7-4 had not come when 7-5 did");
         assert_eq!(count(&s.refused), 1);
+    }
+
+    #[test]
+    fn past_max_origins_the_one_heard_from_longest_ago_is_forgotten() {
+        let hub = Arc::new(EventHub::default());
+        let mut task = Task::new(&hub, &EventsConfig::default());
+        let busy = 1_000_000;
+        for origin in 0..MAX_ORIGINS as u64 + 10 {
+            task.receive(&event(origin + 10, 1));
+            task.receive(&event(busy, origin + 1)); // heard from all along
+        }
+        assert_eq!(task.seen.len(), MAX_ORIGINS);
+        task.receive(&event(busy, 5));
+        assert_eq!(
+            count(&task.stats.duplicate),
+            1,
+            "the busy origin is still known"
+        );
+        assert!(!task.seen.contains_key(&10), "the first quiet one went");
     }
 
     fn out(n: u8) -> Out {
