@@ -162,14 +162,14 @@ fn subscribe_answered(f: &Frame) -> Option<u32> {
 }
 
 /// The ERROR refusing an event SUBSCRIBE as the error reply the `subscribe` call gives
-/// on the other protocols: a `since` older than the window (-32007), else a bad one.
+/// on the other protocols: its `code` header (-32007 for a `since` older than the
+/// window), or -32602 from a server that sends none.
 fn refusal(f: &Frame) -> RpcError {
     let message = f.get("message").unwrap_or("SUBSCRIBE refused");
-    let code = if message.contains("oldest retained") {
-        -32007
-    } else {
-        RpcError::INVALID_PARAMS
-    };
+    let code = f
+        .get("code")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(RpcError::INVALID_PARAMS);
     RpcError::new(code, message)
 }
 
@@ -234,7 +234,8 @@ mod tests {
             .header(
                 "message",
                 "since is older than the events retained here (oldest retained: 00000000000000ff-6)",
-            );
+            )
+            .header("code", "-32007");
         let Ok(Incoming::Reply { id: 7, reply }) = error_frame(&too_old) else {
             panic!()
         };

@@ -18,7 +18,7 @@
 //   {op:"sleep", ms}
 // Prints {alpn, results} as one JSON line.
 import http2 from "node:http2";
-import crypto from "node:crypto";
+import { frame, unframe } from "./ws_frames.mjs";
 import fs from "node:fs";
 
 const [url, planText, ca, cert, key] = process.argv.slice(2);
@@ -34,47 +34,6 @@ const REQUESTS = "jms.topic.vdsm_requests";
 const RESPONSES = "jms.topic.vdsm_responses";
 const EVENTS = "jms.queue.events";
 const WAIT = 10000;
-
-/** One masked text frame. */
-function frame(text) {
-  const payload = Buffer.from(text);
-  const mask = crypto.randomBytes(4);
-  let head;
-  if (payload.length < 126) {
-    head = Buffer.from([0x81, 0x80 | payload.length]);
-  } else {
-    head = Buffer.alloc(4);
-    head[0] = 0x81;
-    head[1] = 0x80 | 126;
-    head.writeUInt16BE(payload.length, 2);
-  }
-  const body = Buffer.alloc(payload.length);
-  for (let i = 0; i < payload.length; i++) body[i] = payload[i] ^ mask[i % 4];
-  return Buffer.concat([head, mask, body]);
-}
-
-/** Complete unmasked frames off the front of `buf`: [messages, rest]. */
-function unframe(buf) {
-  const msgs = [];
-  for (;;) {
-    if (buf.length < 2) break;
-    let len = buf[1] & 0x7f;
-    let at = 2;
-    if (len === 126) {
-      if (buf.length < 4) break;
-      len = buf.readUInt16BE(2);
-      at = 4;
-    } else if (len === 127) {
-      if (buf.length < 10) break;
-      len = Number(buf.readBigUInt64BE(2));
-      at = 10;
-    }
-    if (buf.length < at + len) break;
-    msgs.push({ opcode: buf[0] & 0x0f, data: buf.subarray(at, at + len) });
-    buf = buf.subarray(at + len);
-  }
-  return [msgs, buf];
-}
 
 /** The STOMP frames in one message: {command, headers, body}. */
 function stompFrames(text) {

@@ -5,7 +5,7 @@
 // session's stream. Frames are RFC 6455's, masked by the client, written here.
 // Usage: node ws_over_h2.mjs http://HOST:PORT   Prints one JSON object.
 import http2 from "node:http2";
-import crypto from "node:crypto";
+import { frame, unframe } from "./ws_frames.mjs";
 
 const url = process.argv[2];
 const fail = (why) => {
@@ -14,47 +14,6 @@ const fail = (why) => {
 };
 setTimeout(() => fail("timed out; " + JSON.stringify(out)), 20000).unref();
 const out = { settings: null, status: null, protocol: null, results: {}, event: null, post: null };
-
-/** One masked text frame. */
-function frame(text) {
-  const payload = Buffer.from(text);
-  const mask = crypto.randomBytes(4);
-  let head;
-  if (payload.length < 126) {
-    head = Buffer.from([0x81, 0x80 | payload.length]);
-  } else {
-    head = Buffer.alloc(4);
-    head[0] = 0x81;
-    head[1] = 0x80 | 126;
-    head.writeUInt16BE(payload.length, 2);
-  }
-  const body = Buffer.alloc(payload.length);
-  for (let i = 0; i < payload.length; i++) body[i] = payload[i] ^ mask[i % 4];
-  return Buffer.concat([head, mask, body]);
-}
-
-/** Complete unmasked frames off the front of `buf`: [messages, rest]. */
-function unframe(buf) {
-  const msgs = [];
-  for (;;) {
-    if (buf.length < 2) break;
-    let len = buf[1] & 0x7f;
-    let at = 2;
-    if (len === 126) {
-      if (buf.length < 4) break;
-      len = buf.readUInt16BE(2);
-      at = 4;
-    } else if (len === 127) {
-      if (buf.length < 10) break;
-      len = Number(buf.readBigUInt64BE(2));
-      at = 10;
-    }
-    if (buf.length < at + len) break;
-    msgs.push({ opcode: buf[0] & 0x0f, text: buf.subarray(at, at + len).toString() });
-    buf = buf.subarray(at + len);
-  }
-  return [msgs, buf];
-}
 
 const client = http2.connect(url);
 client.on("error", (e) => fail("connection: " + e.message));
@@ -83,7 +42,7 @@ client.once("remoteSettings", (settings) => {
     [msgs, buf] = unframe(Buffer.concat([buf, chunk]));
     for (const m of msgs) {
       if (m.opcode !== 1) continue;
-      const v = JSON.parse(m.text);
+      const v = JSON.parse(m.data.toString());
       if (v.id !== undefined) {
         out.results[v.id] = v.result ?? v.error;
         if (v.id === 3) post();

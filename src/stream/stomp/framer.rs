@@ -100,6 +100,20 @@ impl Fault {
             extra: None,
         }
     }
+
+    /// A refusal that has a JSON-RPC code elsewhere, told in a `code` header so a
+    /// client need not read it from the message (`SUBSCRIBE` with a `since`).
+    fn coded(message: impl Into<String>, code: i64) -> Fault {
+        let code = match code {
+            crate::codes::ERR_SINCE_TOO_OLD => "-32007",
+            crate::codes::ERR_TOO_MANY_SUBSCRIPTIONS => "-32002",
+            _ => "-32602",
+        };
+        Fault {
+            message: message.into(),
+            extra: Some(("code", code)),
+        }
+    }
 }
 
 impl Stomp {
@@ -255,7 +269,7 @@ impl Stomp {
         let since = match f.get("since") {
             Some(s) if covers_events => Some(
                 s.parse::<crate::events::Since>()
-                    .map_err(|e| Fault::new(format!("since: {e}")))?,
+                    .map_err(|e| Fault::coded(format!("since: {e}"), -32602))?,
             ),
             _ => None,
         };
@@ -287,7 +301,7 @@ impl Stomp {
         }
         if let Err(e) = self.sync_events(since) {
             self.subs.remove(id);
-            return Err(Fault::new(e.message));
+            return Err(Fault::coded(e.message, e.code));
         }
         Ok(false)
     }
