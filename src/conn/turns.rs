@@ -57,6 +57,7 @@ impl Default for Turns {
 impl Turns {
     /// Wait for `source`'s turn (cancel-safe: a dropped wait leaves no trace).
     pub async fn wait(&self, source: IpAddr) -> Turn<'_> {
+        let source = line_of(source);
         let line = {
             let mut lines = self.lines.lock().unwrap_or_else(|e| e.into_inner());
             lines.entry(source).or_default().clone()
@@ -84,6 +85,18 @@ impl Turns {
     #[cfg(test)]
     fn sources(&self) -> usize {
         self.lines.lock().unwrap().len()
+    }
+}
+
+/// The line a client address waits in: an IPv4 address its own, an IPv6 address its
+/// /64's (one host usually holds a whole /64, as the login throttle and the per-client
+/// caps count it): with a line per IPv6 address, one host's connections, each from
+/// another address of its /64, each had a line of their own and took as many turns
+/// each round as it had connections.
+fn line_of(source: IpAddr) -> IpAddr {
+    match source.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6((u128::from(v6) & !((1u128 << 64) - 1)).into()),
+        v4 => v4,
     }
 }
 
@@ -120,6 +133,32 @@ mod tests {
             "the lone source's request comes before the crowd's second: {order:?}"
         );
         assert_eq!(turns.sources(), 0, "lines are forgotten once empty");
+    }
+
+    #[tokio::test]
+    async fn an_ipv6_host_waits_in_one_line() {
+        let turns = Arc::new(Turns::default());
+        let held = turns.wait([10, 0, 0, 9].into()).await;
+        let mut waiting = Vec::new();
+        for i in 1..=5u16 {
+            let source: IpAddr = std::net::Ipv6Addr::new(0x2001, 0xdb8, 0, 7, 0, 0, 0, i).into();
+            let turns = turns.clone();
+            waiting.push(tokio::spawn(async move { drop(turns.wait(source).await) }));
+        }
+        let other: IpAddr = "2001:db8:0:8::1".parse().unwrap();
+        let t = turns.clone();
+        waiting.push(tokio::spawn(async move { drop(t.wait(other).await) }));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            turns.sources(),
+            3,
+            "the holder, one /64's five addresses in one line, another /64"
+        );
+        drop(held);
+        for w in waiting {
+            w.await.unwrap();
+        }
+        assert_eq!(turns.sources(), 0);
     }
 
     #[tokio::test]
