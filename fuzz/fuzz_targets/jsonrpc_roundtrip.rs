@@ -1,11 +1,13 @@
 //! JSON-RPC decode -> encode -> decode gives the same values: a parsed request is written
-//! back with `write_request`, its params (as a value) with `write_result`; a parsed
-//! response with `write_result` / `write_error`.
+//! back with `write_request`, its params (as a value) with `write_result` (and, for a
+//! JSON-RPC 1.0 request, with 1.0's `write_result_in` too); a parsed response with
+//! `write_result` / `write_error`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use rpcmux_fuzz::{same_error, same_params, same_value};
 use rpcmux_jsonrpc::{
-    parse, parse_response, write_error, write_request, write_result, Id, Incoming, Request,
+    parse, parse_response, write_error, write_request, write_result, write_result_in, Id, Incoming,
+    Request, Version,
 };
 use rpcmux_value::{Params, Value};
 
@@ -51,6 +53,17 @@ fn request_round_trip(req: &Request) {
         Params::Named(m) => Value::Struct(Box::new(m.clone())),
     };
     result_round_trip(req.id.as_ref().unwrap_or(&Id::Null), &as_value);
+    if req.version == Version::V1 {
+        let id = req.id.as_ref().unwrap_or(&Id::Null);
+        let mut out = Vec::new();
+        write_result_in(&mut out, Version::V1, id, &as_value);
+        let back = parse_response(&out).expect("a 1.0 reply reads back");
+        assert_eq!(&back.id, id);
+        match &back.outcome {
+            Ok(b) => assert!(same_value(&as_value, b), "{as_value:?} came back as {b:?}"),
+            Err(e) => panic!("a 1.0 result came back as error {e:?}"),
+        }
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
