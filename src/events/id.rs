@@ -30,8 +30,13 @@ impl FromStr for EventId {
     type Err = String;
 
     fn from_str(s: &str) -> Result<EventId, String> {
+        // The text shown cut short: a `since` of a megabyte of control characters came
+        // back six times as long in the error (an id is at most 37 bytes).
         let bad = || {
-            format!("{s:?} is not an event id (ORIGIN-SEQ, e.g. 3f2a9c0d11e4b7a2-1042, or \"0\")")
+            let shown: String = s.chars().take(40).collect();
+            format!(
+                "{shown:?} is not an event id (ORIGIN-SEQ, e.g. 3f2a9c0d11e4b7a2-1042, or \"0\")"
+            )
         };
         let (origin, seq) = s.split_once('-').ok_or_else(bad)?;
         if origin.len() != 16 || seq.is_empty() || !seq.bytes().all(|b| b.is_ascii_digit()) {
@@ -105,5 +110,8 @@ mod tests {
         ] {
             assert!(bad.parse::<Since>().is_err(), "{bad:?}");
         }
+        let garbage = "\u{1}".repeat(1 << 20);
+        let e = garbage.parse::<Since>().unwrap_err();
+        assert!(e.len() < 400, "the error echoes {} bytes", e.len());
     }
 }
