@@ -177,11 +177,37 @@ fn config_pitfalls_are_refused_naming_the_fix() {
 }
 
 /// `--idle-timeout 0` is off, as 0 is for every duration: a connection stays open
-/// after its reply (it was closed right after it).
+/// after its reply (it was closed right after it). Every other duration at 0 too: the
+/// server serves and stops as usual.
 #[test]
 fn idle_timeout_0_is_off() {
     use std::io::{BufRead, BufReader, Write};
-    let srv = Server::start(&["--idle-timeout", "0"]);
+    let mut srv = Server::start(&[
+        "--idle-timeout",
+        "0",
+        "--sniff-timeout",
+        "0",
+        "--body-timeout",
+        "0",
+        "--send-timeout",
+        "0",
+        "--shutdown-timeout",
+        "0",
+        "--slow-call",
+        "0",
+        "--drain-delay",
+        "0",
+        "--ws-ping-interval",
+        "0",
+        "--ws-pong-timeout",
+        "0",
+    ]);
+    let (status, _, body) = http_post(
+        srv.addr,
+        Some("application/json"),
+        br#"{"jsonrpc":"2.0","method":"ping","id":1}"#,
+    );
+    assert_eq!((status, &json(&body)["result"]), (200, &true.into()));
     let s = std::net::TcpStream::connect(srv.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut w = s.try_clone().unwrap();
@@ -196,4 +222,7 @@ fn idle_timeout_0_is_off() {
         assert_eq!(json(line.as_bytes())["id"], id, "call {id}: {line:?}");
         std::thread::sleep(Duration::from_millis(300));
     }
+    drop((w, r));
+    srv.sigterm();
+    assert!(srv.wait_exit(Duration::from_secs(20)).success());
 }
