@@ -174,8 +174,21 @@ async fn session(handshake: Upgraded, info: ConnInfo, shared: Arc<Shared>, busy:
     };
     if let Some(upgraded) = upgraded {
         let info = info.stream_session(shared.next_id(), principal);
+        // Its subscriptions go with it however it ends: the connection's end aborts
+        // this task, and an aborted session never got to tell the hub (a client that
+        // dropped its connection left them there for good, visited by every publish).
+        let _forget = Forget(shared.events.clone(), info.session);
         let io = Rewind::new(bytes::Bytes::new(), TokioIo::new(upgraded));
         crate::stream::websocket::serve(io, info, shared, sub).await;
     }
     busy.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Drops a session's subscriptions when dropped.
+struct Forget(Arc<crate::events::EventHub>, u64);
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        self.0.drop_connection(self.1);
+    }
 }

@@ -474,3 +474,36 @@ fn h2_websockets_keep_their_own_event_sessions() {
         &[("event-sessions", event_sessions)],
     ));
 }
+
+/// Issue 39 (second review): a client that drops its HTTP/2 connection with WebSocket
+/// sessions open (the process exits: no close, no GOAWAY) left their subscriptions in
+/// the hub for good: the connection's end aborted the session tasks before they told
+/// the hub, and every later publish visited them. Now they go with their sessions.
+#[test]
+fn h2_websocket_subscriptions_go_when_the_connection_drops() {
+    let fx = Fixture::start("h2-drop");
+    let l = Link::h2c(&fx);
+    let r = l
+        .run(&[
+            ws("a", false, None),
+            login("a", "alice"),
+            call("a-sub", "a", "subscribe", json!(["|virt|drop-a|"])),
+            ws("b", false, None),
+            login("b", "alice"),
+            call("b-sub", "b", "subscribe", json!(["|virt|drop-b|"])),
+            call("b-sub2", "b", "subscribe", json!(["|virt|drop-c|"])),
+        ])
+        .unwrap();
+    for key in ["a-sub", "b-sub", "b-sub2"] {
+        ran(&r, key).unwrap();
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while fx.events.subscriber_count() > 0 && std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(
+        fx.events.subscriber_count(),
+        0,
+        "subscriptions of sessions whose connection is gone"
+    );
+}
