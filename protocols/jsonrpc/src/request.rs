@@ -253,11 +253,13 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
 
 /// Check a request read by the fast path; `text` is its JSON, for the rare second look.
 fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
-    let version = match w.jsonrpc.as_ref().map(|t| &*t.0) {
-        Some("2.0") => Version::V2,
-        None | Some("1.0") => Version::V1,
-        Some(_) => Version::V2,
+    // `None`: a "jsonrpc" that is neither, refused below (and answered in 2.0's shape).
+    let known = match w.jsonrpc.as_ref().map(|t| &*t.0) {
+        Some("2.0") => Some(Version::V2),
+        None | Some("1.0") => Some(Version::V1),
+        Some(_) => None,
     };
+    let version = known.unwrap_or(Version::V2);
     let id = match w.id.map(Id::from_raw) {
         None => None,
         Some(Some(id)) => Some(id),
@@ -274,10 +276,7 @@ fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Requ
         id: id.unwrap_or_default(),
         error,
     };
-    if !matches!(
-        w.jsonrpc.as_ref().map(|t| &*t.0),
-        None | Some("1.0" | "2.0")
-    ) {
+    if known.is_none() {
         let e =
             RpcError::invalid_request("\"jsonrpc\" must be \"2.0\" (or absent, for JSON-RPC 1.0)");
         return Err(fail(id, e));
