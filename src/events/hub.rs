@@ -91,6 +91,43 @@ impl Options {
     }
 }
 
+/// -32602 for a pattern over [`MAX_PATTERN`] bytes.
+fn check_pattern(pattern: &str) -> Result<(), RpcError> {
+    if pattern.len() > MAX_PATTERN {
+        // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
+        return Err(RpcError::invalid_params(format!(
+            "pattern of {} bytes; at most {MAX_PATTERN}",
+            pattern.len()
+        )));
+    }
+    Ok(())
+}
+
+/// -32007 for a `since` the window does not cover, naming its oldest event.
+fn too_old(old: retention::TooOld) -> RpcError {
+    let oldest = old.oldest.map_or("none".into(), |id| id.to_string());
+    RpcError::new(
+        ERR_SINCE_TOO_OLD,
+        format!("since is older than the events retained here (oldest retained: {oldest}); subscribe with since \"0\" for all that is retained"),
+    )
+}
+
+/// -32002 past the per-session cap.
+fn too_many(max: usize) -> RpcError {
+    RpcError::new(
+        ERR_TOO_MANY_SUBSCRIPTIONS,
+        format!("too many subscriptions on this connection (max_subscriptions = {max})"),
+    )
+}
+
+/// -32006 while an earlier replay still waits past the outbox's bounds.
+fn replay_waits() -> RpcError {
+    RpcError::new(
+        ERR_OUTPUT_FULL,
+        "an earlier replay still waits to be sent on this session: read it, then subscribe with since again",
+    )
+}
+
 /// What a delivery holds locked (see [`EventHub`]'s `order`).
 struct Order {
     seq: u64,
@@ -217,45 +254,99 @@ impl EventHub {
         session: Session,
         options: Options,
     ) -> Result<u64, RpcError> {
-        if pattern.len() > MAX_PATTERN {
-            // Event names are short; 384 subscriptions of 2 MiB patterns held 914 MiB.
-            return Err(RpcError::invalid_params(format!(
-                "pattern of {} bytes; at most {MAX_PATTERN}",
-                pattern.len()
-            )));
-        }
+        self.subscribe_as(pattern, session, options, None)
+    }
+
+    /// Answer a subscription with `since` now and make it once its reply is written
+    /// ([`Session::defer`]; the session's driver calls [`EventHub::make_pending`]), so
+    /// its retained events come after the reply that gives their subscription's id
+    /// (jsonrpsee drops notifications for an id it does not know yet). Its refusals (a
+    /// `since` the window no longer covers, an earlier replay still waiting, the cap)
+    /// come now.
+    pub(crate) fn subscribe_deferred(
+        &self,
+        pattern: &str,
+        session: Session,
+        options: Options,
+    ) -> Result<u64, RpcError> {
+        check_pattern(pattern)?;
         let mut conns = self.write();
-        if conns
-            .get(&session.conn_id)
-            .is_some_and(|sub| sub.patterns.len() >= self.max_per_conn)
+        if let Some(since) = options.since {
+            if session.link.outbox.past_bounds() {
+                return Err(replay_waits());
+            }
+            let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+            order.window.after(since).map_err(too_old)?;
+        }
+        let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
+            session: session.clone(),
+            patterns: Vec::new(),
+            next_id: 0,
+        });
+        if sub.patterns.len() >= self.max_per_conn {
+            return Err(too_many(self.max_per_conn));
+        }
+        sub.next_id += 1;
+        let id = sub.next_id;
+        session.defer(crate::events::session::Pending {
+            id,
+            pattern: pattern.to_owned(),
+            options,
+        });
+        Ok(id)
+    }
+
+    /// Make the subscriptions `session` answered (see [`EventHub::subscribe_deferred`]):
+    /// the retained events after each one's `since`, then live ones. A `since` the window
+    /// lost between the answer and now replays from the oldest retained event.
+    pub(crate) fn make_pending(&self, session: &Session) {
+        for p in session.take_pending() {
+            let mut options = p.options;
+            if let Some(since) = options.since {
+                let covered = {
+                    let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+                    order.window.after(since).is_ok()
+                };
+                if !covered {
+                    tracing::warn!(conn = session.conn_id, "events: since left the window before its subscription was made; replaying from the oldest retained");
+                    options.since = Some(Since::Oldest);
+                }
+            }
+            let made = self.subscribe_as(&p.pattern, session.clone(), options, Some(p.id));
+            if let Err(e) = made {
+                tracing::warn!(conn = session.conn_id, error = %e, "events: an answered subscription could not be made");
+            }
+        }
+    }
+
+    /// Make a subscription (its id given, or the next), replaying `since` first.
+    fn subscribe_as(
+        &self,
+        pattern: &str,
+        session: Session,
+        options: Options,
+        given: Option<u64>,
+    ) -> Result<u64, RpcError> {
+        check_pattern(pattern)?;
+        let mut conns = self.write();
+        if given.is_none()
+            && conns
+                .get(&session.conn_id)
+                .is_some_and(|sub| sub.patterns.len() >= self.max_per_conn)
         {
-            return Err(RpcError::new(
-                ERR_TOO_MANY_SUBSCRIPTIONS,
-                format!(
-                    "too many subscriptions on this connection (max_subscriptions = {})",
-                    self.max_per_conn
-                ),
-            ));
+            return Err(too_many(self.max_per_conn));
         }
         // No delivery runs while the table is locked for writing: the window holds
         // exactly the events delivered before this subscription exists.
         let replay = match options.since {
             None => Vec::new(),
-            Some(_) if session.link.outbox.past_bounds() => {
-                return Err(RpcError::new(
-                    ERR_OUTPUT_FULL,
-                    "an earlier replay still waits to be sent on this session: read it, then subscribe with since again",
-                ));
+            // A replay is queued whole, past the outbox's bounds: one at a time.
+            Some(_) if given.is_none() && session.link.outbox.past_bounds() => {
+                return Err(replay_waits());
             }
             Some(since) => {
                 let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-                order.window.after(since).map_err(|old| {
-                    let oldest = old.oldest.map_or("none".into(), |id| id.to_string());
-                    RpcError::new(
-                        ERR_SINCE_TOO_OLD,
-                        format!("since is older than the events retained here (oldest retained: {oldest}); subscribe with since \"0\" for all that is retained"),
-                    )
-                })?
+                order.window.after(since).map_err(too_old)?
             }
         };
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
@@ -264,8 +355,13 @@ impl EventHub {
             next_id: 0,
         });
         // Ids count per connection: one connection learns nothing of another's.
-        sub.next_id += 1;
-        let id = sub.next_id;
+        let id = match given {
+            Some(id) => id,
+            None => {
+                sub.next_id += 1;
+                sub.next_id
+            }
+        };
         let how = options.delivery(id);
         let mut n = 0;
         for event in replay {

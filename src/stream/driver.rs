@@ -224,6 +224,9 @@ pub(crate) struct DriveOpts {
     pub events: (Arc<crate::events::EventHub>, u64),
     /// Where a close over a limit is counted.
     pub metrics: Option<Arc<crate::observe::Metrics>>,
+    /// The session events reach (its subscriptions answered and still to be made are
+    /// made once their replies are written).
+    pub session: Option<crate::events::Session>,
 }
 
 impl DriveOpts {
@@ -248,6 +251,7 @@ impl DriveOpts {
             peer: info.peer.to_string(),
             events: (shared.events.clone(), info.session),
             metrics: shared.metrics.clone(),
+            session: None,
         }
     }
 }
@@ -292,8 +296,10 @@ pub(crate) async fn serve<S, F>(
         kill.clone(),
         caller,
     ));
+    let session = ctx.session.clone();
     let framer = make_framer(ctx);
-    let opts = DriveOpts::new(&shared, &info, kill);
+    let mut opts = DriveOpts::new(&shared, &info, kill);
+    opts.session = session;
     let (rd, wr) = tokio::io::split(io);
     drive(rd, wr, input, framer, rx, opts).await;
     shared.events.drop_connection(info.session);
@@ -453,6 +459,11 @@ pub(crate) async fn drive<R, W, F>(
     tokio::pin!(shutting_down);
 
     loop {
+        // Subscriptions answered in replies already in `out` are made now: their
+        // retained events follow the reply that gave their id.
+        if let Some(session) = &opts.session {
+            opts.events.0.make_pending(session);
+        }
         // Room for more calls: by count, by bytes held on this connection (one call may
         // always run, however large), and in the process-wide budget.
         let room_for_calls = calls.len() < opts.max_in_flight
@@ -831,6 +842,7 @@ mod tests {
             peer: "test".into(),
             events: (Arc::new(crate::events::EventHub::default()), 1),
             metrics: None,
+            session: None,
         };
         drive(rd, tokio::io::sink(), BytesMut::new(), Swallow, rx, opts).await;
         let room = room.lock().unwrap().clone();

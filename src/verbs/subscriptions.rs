@@ -59,7 +59,12 @@ pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
                 since,
                 notify: p.notify.map(Into::into),
             };
-            ctx.events.subscribe_with(&p.pattern, session, options)
+            // With since, the reply comes before the retained events (they are queued
+            // once it is written), so a client knows the id they come under.
+            match options.since {
+                Some(_) => ctx.events.subscribe_deferred(&p.pattern, session, options),
+                None => ctx.events.subscribe_with(&p.pattern, session, options),
+            }
         })?;
     t.verb("unsubscribe")
         .help("Cancel a subscription this connection made with subscribe; false if it has none by that id.")

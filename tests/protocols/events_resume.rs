@@ -89,6 +89,11 @@ fn a_subscriber_cut_off_resumes_with_since_and_misses_nothing() {
     let mut sub = Sub::connect(srv.addr);
     let r = subscribe(&mut sub, &format!(r#"["|resume", "{last}"]"#));
     assert!(r["result"].is_u64(), "{r}");
+    assert!(
+        sub.early.is_empty(),
+        "the reply names the subscription before its replayed events: {:?}",
+        sub.early
+    );
     for n in 81..=90 {
         publish(&mut publisher, n);
     }

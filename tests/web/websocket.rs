@@ -47,6 +47,7 @@ fn jsonrpsee_websocket_client_calls_the_demo_verbs_and_gets_events_in_its_subscr
         "ok subscription event",
         "ok subscription second event",
         "ok unsubscribed",
+        "ok replayed in order",
     ] {
         assert!(stdout.contains(step), "{step} missing: {stdout}");
     }

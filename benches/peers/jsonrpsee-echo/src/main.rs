@@ -145,5 +145,31 @@ async fn client(url: &str) -> Result<(), Error> {
     let _ = destroyed;
     sub.unsubscribe().await?;
     println!("ok unsubscribed");
+
+    // Resuming in that shape: with since "0" the retained events come after the reply
+    // that names the subscription (jsonrpsee drops notifications for an id it does not
+    // know yet), the VM's two, in order.
+    let mut again_params = ObjectParams::new();
+    again_params.insert("pattern", "|virt|VM_status|jsonrpsee-sub")?;
+    again_params.insert("notify", "subscription")?;
+    again_params.insert("since", "0")?;
+    let mut again = c
+        .subscribe::<Value, _>("subscribe", again_params, "unsubscribe")
+        .await?;
+    let mut statuses = Vec::new();
+    for _ in 0..2 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(10), again.next())
+            .await?
+            .ok_or("subscription ended")??;
+        if !event["params"]["event_id"].is_string() {
+            return Err(format!("a resumed event without event_id: {event}").into());
+        }
+        statuses.push(event["params"]["jsonrpsee-sub"]["status"].clone());
+    }
+    check(
+        "replayed in order",
+        &json!(statuses),
+        &json!(["Up", "Down"]),
+    )?;
     Ok(())
 }
