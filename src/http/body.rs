@@ -132,5 +132,39 @@ pub(crate) async fn collect(
     // The call holds the whole body (a request alone may always run).
     charge.grow(over.bytes());
     drop(over);
-    Ok((buf.freeze(), charge))
+    Ok((exact(buf), charge))
+}
+
+/// A body read into a buffer grown by doubling, cut to its length: the budget is
+/// charged its length, and the buffer held up to twice that while its call ran.
+fn exact(buf: BytesMut) -> Bytes {
+    if buf.capacity() <= buf.len() + buf.len() / 16 {
+        return buf.freeze();
+    }
+    Bytes::from(crate::conn::out::cut_to_length(Vec::from(buf)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_body_holds_about_its_length() {
+        // As `collect` leaves it: 64 KiB first, grown by doubling as data arrived.
+        let mut buf = BytesMut::with_capacity(64 * 1024);
+        for _ in 0..300 {
+            buf.extend_from_slice(&[7; 10_000]);
+        }
+        let len = buf.len();
+        assert!(buf.capacity() > len + len / 16, "{}", buf.capacity());
+        let body = exact(buf);
+        assert_eq!(body.len(), len);
+        // The memory behind a `Bytes` is not visible: its `Vec` again, without a copy.
+        let held = Vec::from(body);
+        assert!(
+            held.capacity() <= len + len / 16,
+            "{} bytes held for a body of {len}",
+            held.capacity()
+        );
+    }
 }
