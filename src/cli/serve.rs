@@ -160,7 +160,7 @@ pub struct ServeArgs {
     events_max_len: Option<usize>,
     /// Seconds of this instance's events kept to send again to a Redis that came back
     /// empty [default: 30].
-    #[arg(long = "events-resend-window", value_name = "SECS", help_heading = EVENTS)]
+    #[arg(long = "events-resend-window", value_name = "SECS", value_parser = seconds, help_heading = EVENTS)]
     events_resend_window: Option<f64>,
     /// Bytes of events waiting for Redis (and kept to send again) at most
     /// [default: 64 MiB].
@@ -174,7 +174,7 @@ pub struct ServeArgs {
     #[arg(long = "events-retain-bytes", value_name = "BYTES", help_heading = EVENTS)]
     events_retain_bytes: Option<usize>,
     /// Seconds a recent event is kept for resuming subscribers [default: 300].
-    #[arg(long = "events-retain-secs", value_name = "SECS", help_heading = EVENTS)]
+    #[arg(long = "events-retain-secs", value_name = "SECS", value_parser = seconds, help_heading = EVENTS)]
     events_retain_secs: Option<f64>,
     #[command(flatten)]
     ops: OpsArgs,

@@ -24,6 +24,7 @@ pub struct EventsConfig {
     /// Seconds of this instance's recent events kept to send again when the engine
     /// comes back empty (a Redis restarted without persistence), so an event it took
     /// but no other instance read yet is not lost.
+    #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub resend_window: f64,
     /// Entries the stream keeps, about (`XADD MAXLEN ~`): how far behind an instance
     /// may fall, or how long it may be away, and still read every event.
@@ -32,13 +33,15 @@ pub struct EventsConfig {
     /// sent, and one received is refused (counted and logged).
     pub max_message: usize,
     /// Seconds the reconnect backoff grows to at most (it starts at 0.1 s and doubles).
+    #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub reconnect_max: f64,
     /// Recent events this instance keeps for subscribers that resume (`subscribe` with
     /// `since`), at most; 0 keeps none.
     pub retain: usize,
     /// Bytes (in memory) the recent events kept may take.
     pub retain_bytes: usize,
-    /// Seconds a recent event is kept.
+    /// Seconds a recent event is kept (0: none).
+    #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub retain_secs: f64,
 }
 

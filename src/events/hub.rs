@@ -24,6 +24,7 @@
 
 use crate::codes::{ERR_OUTPUT_FULL, ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
 use crate::conn::budget::Budget;
+pub(crate) use crate::events::options::Options;
 use crate::events::outbox::{Delivery, Lost, Offer};
 use crate::events::retention::{self, Retention};
 use crate::events::{Event, EventId, Session, Since};
@@ -67,28 +68,6 @@ pub struct EventHub {
     /// The process's output budget: big events are charged to it while outboxes hold
     /// them (set by the server; a hub alone, in tests, charges nothing).
     out_budget: OnceLock<Arc<Budget>>,
-}
-
-/// What a subscription asked for besides its pattern.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Options {
-    /// Start after this event (replaying the retained ones after it).
-    pub since: Option<Since>,
-    /// Notifications carry `event_id`.
-    pub resumable: bool,
-    /// Notifications in the `{"subscription": ID, "result": EVENT}` shape, with this
-    /// method (jsonrpsee's and Ethereum's clients); one per such subscription.
-    pub notify: Option<Arc<str>>,
-}
-
-impl Options {
-    /// How an event is written for subscription `id` with these options.
-    fn delivery(&self, id: u64) -> Delivery {
-        Delivery {
-            resumable: self.resumable,
-            shape: self.notify.as_ref().map(|m| (id, m.clone())),
-        }
-    }
 }
 
 /// -32602 for a pattern over [`MAX_PATTERN`] bytes.
@@ -283,8 +262,14 @@ impl EventHub {
             patterns: Vec::new(),
             next_id: 0,
         });
-        if sub.patterns.len() >= self.max_per_conn {
+        // Answered subscriptions not made yet count against the cap, and a second
+        // replay waits for the first: each is queued whole, past the outbox's bounds.
+        let pending = session.pending_len();
+        if sub.patterns.len() + pending >= self.max_per_conn {
             return Err(too_many(self.max_per_conn));
+        }
+        if pending > 0 {
+            return Err(replay_waits());
         }
         sub.next_id += 1;
         let id = sub.next_id;

@@ -21,6 +21,7 @@ pub(crate) mod fanout;
 pub(crate) mod forward;
 mod hub;
 mod id;
+mod options;
 pub(crate) mod outbox;
 #[cfg(feature = "events-redis")]
 mod redis;
@@ -31,8 +32,8 @@ pub(crate) mod wire;
 
 pub use event::Event;
 pub use hub::EventHub;
-pub(crate) use hub::Options as SubOptions;
 pub use id::{EventId, Since};
+pub(crate) use options::Options as SubOptions;
 pub use outbox::Lost;
 pub(crate) use retention::Bounds as RetentionBounds;
 pub use session::Session;

@@ -1,7 +1,7 @@
 //! A connection that can receive events, as the hub sees it.
 
 use crate::conn::Caller;
-use crate::events::hub::Options;
+use crate::events::options::Options;
 use crate::events::outbox::Outbox;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -66,6 +66,15 @@ impl Session {
         let mut p = self.link.pending.lock().unwrap_or_else(|e| e.into_inner());
         p.push(pending);
         self.link.has_pending.store(true, Ordering::Release);
+    }
+
+    /// Subscriptions answered and not made yet.
+    pub(crate) fn pending_len(&self) -> usize {
+        self.link
+            .pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
     }
 
     /// The subscriptions answered since the last call (cheap when there are none).
