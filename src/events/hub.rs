@@ -693,6 +693,44 @@ mod tests {
     }
 
     #[test]
+    fn a_since_subscription_is_made_after_its_answer_one_replay_at_a_time() {
+        let hub = EventHub::default();
+        hub.publish("|t|1", Map::default());
+        let (a, mut rx) = session(1, 16);
+        let since = |s: Since| crate::events::SubOptions {
+            since: Some(s),
+            resumable: true,
+            notify: None,
+        };
+        let id = hub
+            .subscribe_deferred("|t", a.clone(), since(Since::Oldest))
+            .unwrap();
+        assert!(
+            next(&mut rx).is_none(),
+            "nothing queued before the answer is written"
+        );
+        let e = hub
+            .subscribe_deferred("|t", a.clone(), since(Since::Oldest))
+            .unwrap_err();
+        assert_eq!(
+            e.code, ERR_OUTPUT_FULL,
+            "a second replay waits for the first"
+        );
+        hub.publish("|t|2", Map::default());
+        hub.make_pending(&a);
+        let names: Vec<String> = std::iter::from_fn(|| next(&mut rx))
+            .map(|e| e.name.clone())
+            .collect();
+        assert_eq!(names, ["|t|1", "|t|2"], "the window, then live, no gap");
+        hub.publish("|t|3", Map::default());
+        assert_eq!(next(&mut rx).unwrap().name, "|t|3");
+        assert!(
+            hub.unsubscribe(1, id),
+            "made under the id it was answered with"
+        );
+    }
+
+    #[test]
     fn long_patterns_are_refused() {
         let hub = EventHub::default();
         let (a, _a_rx) = session(1, 16);
