@@ -3,9 +3,13 @@
 
 use std::io::BufRead;
 
-/// Read one line from stdin (a terminal) with echo off; the line ending is dropped.
-pub fn read_line_hidden() -> std::io::Result<String> {
+/// Show `prompt`, then read one line from stdin (a terminal) with echo off; the line
+/// ending is dropped. Echo goes off before the prompt shows: a line typed (or pasted)
+/// as soon as the prompt appears is never echoed.
+pub fn read_line_hidden(prompt: &str) -> std::io::Result<String> {
     let _echo = EchoOff::new();
+    eprint!("{prompt}");
+    let _ = std::io::Write::flush(&mut std::io::stderr());
     let mut line = String::new();
     let read = std::io::stdin().lock().read_line(&mut line);
     // The Enter the user typed was not echoed either.

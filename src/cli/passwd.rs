@@ -5,7 +5,7 @@
 
 use crate::cli::no_echo::{read_line_hidden, trim_line_end};
 use clap::Args;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
 
 #[derive(Args, Debug)]
@@ -51,7 +51,5 @@ fn read_password() -> Result<String, String> {
 }
 
 fn prompt(what: &str) -> std::io::Result<String> {
-    eprint!("{what}");
-    let _ = std::io::stderr().flush();
-    read_line_hidden()
+    read_line_hidden(what)
 }
