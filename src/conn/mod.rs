@@ -9,9 +9,9 @@ mod info;
 pub(crate) mod out;
 mod peer;
 pub(crate) mod per_ip;
-pub(crate) mod turns;
 pub mod refusals;
 pub mod reply_cap;
+pub(crate) mod turns;
 
 pub use caller::Caller;
 pub(crate) use info::{ConnInfo, Stage};
