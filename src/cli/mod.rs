@@ -8,6 +8,7 @@ mod log;
 mod no_echo;
 mod ops;
 mod passwd;
+mod seconds;
 mod serve;
 mod target;
 mod tls_args;

@@ -1,6 +1,7 @@
 //! `rpcmux serve`: flags override the config file, which overrides the defaults.
 
 use super::ops;
+use super::seconds::seconds;
 use clap::Args;
 use rpcmux::{Config, Proto, Server, TlsMode, VerbTable};
 use std::io::Write;
@@ -193,15 +194,6 @@ const TLS: &str = "TLS and PROXY";
 const AUTH: &str = "Authentication";
 const GATEWAY: &str = "Gateway";
 const EVENTS: &str = "Events";
-
-/// A duration flag (SECS): seconds, fractions allowed; 0 is off; negative is refused.
-/// The config file's rule too (`rpcmux::config::check_seconds`).
-pub(super) fn seconds(text: &str) -> Result<f64, String> {
-    let s: f64 = text.trim().parse().map_err(|_| {
-        format!("{text}: expected seconds (0 = off; fractions such as 0.5 allowed)")
-    })?;
-    rpcmux::config::check_seconds(s)
-}
 
 /// Metrics, access log, readiness and draining (docs/operations.md).
 #[derive(Args, Debug)]

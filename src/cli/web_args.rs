@@ -16,11 +16,11 @@ pub struct WebArgs {
     #[arg(long, value_name = "N")]
     ws_max_fragments: Option<usize>,
     /// Seconds of silence before the server pings a WebSocket peer (0: off).
-    #[arg(long, value_name = "SECS", value_parser = super::serve::seconds)]
+    #[arg(long, value_name = "SECS", value_parser = super::seconds::seconds)]
     ws_ping_interval: Option<f64>,
     /// Seconds after that ping before a silent peer is dropped with its subscriptions
     /// (0: off).
-    #[arg(long, value_name = "SECS", value_parser = super::serve::seconds)]
+    #[arg(long, value_name = "SECS", value_parser = super::seconds::seconds)]
     ws_pong_timeout: Option<f64>,
     /// A foreign origin browsers may call from (WebSocket and CORS POST; repeatable;
     /// `*` for any). Pages of the server's own origin, and programs, need none.
