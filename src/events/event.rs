@@ -97,6 +97,17 @@ impl Event {
         }
     }
 
+    /// Room to encode the event in: about what it holds, so a big one is written without
+    /// growing its buffer by doubling (which held twice its length, and cutting it to
+    /// length then copied it).
+    fn encoded_guess(&self) -> usize {
+        if self.size > crate::conn::budget::SMALL {
+            self.size + 1024
+        } else {
+            128
+        }
+    }
+
     /// About how many bytes of memory the event holds (its name and params).
     pub fn size(&self) -> usize {
         self.size
@@ -139,7 +150,7 @@ impl Event {
         cell.get_or_insert_with(|| {
             let with = with_id.then(|| self.params_with_id());
             let params = with.as_ref().unwrap_or(&self.params);
-            let mut body = Vec::with_capacity(128);
+            let mut body = Vec::with_capacity(self.encoded_guess());
             rpcmux_jsonrpc::write_notification(&mut body, &self.name, params);
             crate::conn::out::shared(body, budget)
         })
@@ -153,7 +164,7 @@ impl Event {
         match &how.shape {
             None => self.json(budget, how.resumable),
             Some((id, method)) => {
-                let mut body = Vec::with_capacity(128);
+                let mut body = Vec::with_capacity(self.encoded_guess());
                 let params = self.shaped_params(*id, how.resumable);
                 rpcmux_jsonrpc::write_notification(&mut body, method, &params);
                 crate::conn::out::shared(body, budget)
@@ -166,7 +177,7 @@ impl Event {
         match &how.shape {
             None => self.msgpack(budget, how.resumable),
             Some((id, method)) => {
-                let mut body = bytes::BytesMut::with_capacity(128);
+                let mut body = bytes::BytesMut::with_capacity(self.encoded_guess());
                 let params = [self.shaped_params(*id, how.resumable)];
                 rpcmux_msgpack_rpc::encode_notification(&mut body, method, &params).ok()?;
                 Some(crate::conn::out::shared(body, budget))
@@ -198,7 +209,7 @@ impl Event {
             true => &mut hold.encoded.msgpack_with_id,
         };
         cell.get_or_insert_with(|| {
-            let mut body = bytes::BytesMut::with_capacity(128);
+            let mut body = bytes::BytesMut::with_capacity(self.encoded_guess());
             let with = with_id.then(|| self.params_with_id());
             let params = std::slice::from_ref(with.as_ref().unwrap_or(&self.params));
             match rpcmux_msgpack_rpc::encode_notification(&mut body, &self.name, params) {
