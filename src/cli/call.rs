@@ -12,7 +12,6 @@ use rpcmux::{Map, Params, RpcError, Value};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct CallArgs {
@@ -193,29 +192,7 @@ fn pretty(v: &Value) -> String {
 
 /// The protocol, the address to dial, the options, and the params, from the command line.
 fn prepare(a: &CallArgs) -> Result<(ClientProto, String, ConnectOpts, Params), String> {
-    let timeout = Duration::try_from_secs_f64(a.timeout)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| {
-            format!(
-                "--timeout must be a positive number of seconds, not {}",
-                a.timeout
-            )
-        })?;
-    let mut opts = ConnectOpts {
-        timeout,
-        tls: a.tls.opts(),
-        credentials: a.credentials.credentials()?,
-        ..ConnectOpts::default()
-    };
-    let target = super::target::parse(&a.addr)?;
-    if target.tls && opts.tls.is_none() {
-        return Err(format!(
-            "`{}` is a TLS URL: add --tls-ca FILE, the CA that signed the server's certificate",
-            a.addr
-        ));
-    }
-    opts.http_path = target.path;
+    let (target, opts) = super::target::connect(&a.addr, a.timeout, &a.tls, &a.credentials)?;
     let proto = a.proto.or(target.proto).unwrap_or(ClientProto::Jsonrpc);
     let params = match &a.file {
         Some(path) => params_from_json(&read_file(path)?)?,

@@ -4,7 +4,8 @@
 //! Checked here so that a bad one is refused with the forms that work, not with the
 //! resolver's "invalid socket address".
 
-use rpcmux::client::ClientProto;
+use rpcmux::client::{ClientProto, ConnectOpts};
+use std::time::Duration;
 
 /// What the address says: where to dial, the HTTP or WebSocket path, and the protocol
 /// and TLS its scheme implies.
@@ -18,6 +19,40 @@ pub struct Target {
     pub proto: Option<ClientProto>,
     /// `https://` and `wss://` need TLS.
     pub tls: bool,
+}
+
+/// The address and the options every client subcommand (`call`, `watch`) takes alike:
+/// `--timeout` (positive seconds), TLS and credentials; a TLS URL without `--tls-ca` is
+/// refused here, naming the flag.
+pub fn connect(
+    addr: &str,
+    timeout: f64,
+    tls: &super::tls_args::TlsArgs,
+    credentials: &super::credential_args::CredentialArgs,
+) -> Result<(Target, ConnectOpts), String> {
+    let timeout = positive_secs("--timeout", timeout)?;
+    let mut opts = ConnectOpts {
+        timeout,
+        tls: tls.opts(),
+        credentials: credentials.credentials()?,
+        ..ConnectOpts::default()
+    };
+    let mut target = parse(addr)?;
+    if target.tls && opts.tls.is_none() {
+        return Err(format!(
+            "`{addr}` is a TLS URL: add --tls-ca FILE, the CA that signed the server's certificate"
+        ));
+    }
+    opts.http_path = target.path.take();
+    Ok((target, opts))
+}
+
+/// A flag in seconds that must be more than 0.
+pub fn positive_secs(flag: &str, v: f64) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(v)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{flag} must be a positive number of seconds, not {v}"))
 }
 
 const FORMS: &str = "expected HOST:PORT (such as localhost:54321), a URL (http://HOST:PORT/PATH, \

@@ -8,10 +8,9 @@
 //! connection fails or the command line is wrong; 0 when stdout is closed.
 
 use clap::Args;
-use rpcmux::client::{ClientProto, ConnectOpts, Event, Follow, FollowError, Followed};
+use rpcmux::client::{ClientProto, Event, Follow, FollowError, Followed};
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
@@ -111,29 +110,9 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-fn secs(flag: &str, v: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(v)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| format!("{flag} must be a positive number of seconds, not {v}"))
-}
-
 /// The follower the command line asks for.
 fn prepare(a: &WatchArgs) -> Result<Follow, String> {
-    let mut opts = ConnectOpts {
-        timeout: secs("--timeout", a.timeout)?,
-        tls: a.tls.opts(),
-        credentials: a.credentials.credentials()?,
-        ..ConnectOpts::default()
-    };
-    let target = super::target::parse(&a.addr)?;
-    if target.tls && opts.tls.is_none() {
-        return Err(format!(
-            "`{}` is a TLS URL: add --tls-ca FILE, the CA that signed the server's certificate",
-            a.addr
-        ));
-    }
-    opts.http_path = target.path;
+    let (target, opts) = super::target::connect(&a.addr, a.timeout, &a.tls, &a.credentials)?;
     let proto = match a.proto.or(target.proto).unwrap_or(ClientProto::JsonrpcTcp) {
         ClientProto::Jsonrpc => ClientProto::JsonrpcTcp,
         ClientProto::Xmlrpc => {
@@ -145,7 +124,7 @@ fn prepare(a: &WatchArgs) -> Result<Follow, String> {
         }
         p => p,
     };
-    let keepalive = secs("--keepalive", a.keepalive)?;
+    let keepalive = super::target::positive_secs("--keepalive", a.keepalive)?;
     Ok(
         Follow::new(proto, &target.addr, opts, &a.pattern, a.since.clone())
             .with_keepalive(keepalive),
