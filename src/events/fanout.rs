@@ -27,10 +27,10 @@
 
 use crate::config::EventsConfig;
 use crate::events::forward::{Forward, Stats, Throttle};
+use crate::events::id::random_u64;
 use crate::events::{wire, Event, EventHub};
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -540,19 +540,6 @@ impl Backoff {
     pub fn reset(&mut self) {
         self.step = BACKOFF_MIN;
     }
-}
-
-/// A random u64 from the standard library's per-process random hash keys: enough for
-/// backoff jitter without a dependency for it.
-fn random_u64() -> u64 {
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    h.write_u32(std::process::id());
-    h.finish()
 }
 
 #[cfg(test)]

@@ -161,7 +161,7 @@ impl EventHub {
             dropped: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             replayed: AtomicU64::new(0),
-            instance: crate::events::id::new_instance(),
+            instance: crate::events::id::random_u64(),
             order: Mutex::new(Order {
                 seq: 0,
                 window: Retention::new(bounds),
@@ -255,7 +255,7 @@ impl EventHub {
                 return Err(replay_waits());
             }
             let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-            order.window.after(since).map_err(too_old)?;
+            order.window.covers(since).map_err(too_old)?;
         }
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session: session.clone(),
@@ -290,7 +290,7 @@ impl EventHub {
             if let Some(since) = options.since {
                 let covered = {
                     let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-                    order.window.after(since).is_ok()
+                    order.window.covers(since).is_ok()
                 };
                 if !covered {
                     tracing::warn!(conn = session.conn_id, "events: since left the window before its subscription was made; replaying from the oldest retained");

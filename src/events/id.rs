@@ -49,9 +49,10 @@ impl FromStr for EventId {
     }
 }
 
-/// A fresh instance id: random (the standard library's per-process hash keys, the
-/// clock and the pid), so instances of a fleet, and one instance's runs, differ.
-pub(crate) fn new_instance() -> u64 {
+/// A random u64 (the standard library's per-process hash keys, the clock and the pid):
+/// an instance's id, so instances of a fleet, and one instance's runs, differ; and the
+/// fan-out's backoff jitter. Enough for both without a dependency for it.
+pub(crate) fn random_u64() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);

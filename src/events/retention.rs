@@ -78,8 +78,20 @@ impl Retention {
     /// origin has nothing retained at or before it is too old: what followed it may have
     /// left the window, and a partial replay would be a silent gap.
     pub fn after(&mut self, since: Since) -> Result<Vec<Arc<Event>>, TooOld> {
+        let start = self.start(since)?;
+        Ok(self.events.range(start..).map(|(e, _)| e.clone()).collect())
+    }
+
+    /// Is `since` covered by the window ([`Retention::after`] would answer it)? Nothing
+    /// is copied.
+    pub fn covers(&mut self, since: Since) -> Result<(), TooOld> {
+        self.start(since).map(|_| ())
+    }
+
+    /// Where the events after `since` start in the window (see [`Retention::after`]).
+    fn start(&mut self, since: Since) -> Result<usize, TooOld> {
         self.trim();
-        let start = match since {
+        Ok(match since {
             Since::Oldest => 0,
             Since::After(id) => {
                 let at = self
@@ -95,8 +107,7 @@ impl Retention {
                     }
                 }
             }
-        };
-        Ok(self.events.range(start..).map(|(e, _)| e.clone()).collect())
+        })
     }
 }
 
