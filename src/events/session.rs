@@ -79,7 +79,11 @@ impl Session {
 
     /// The subscriptions answered since the last call (cheap when there are none).
     pub(crate) fn take_pending(&self) -> Vec<Pending> {
-        if !self.link.has_pending.swap(false, Ordering::Acquire) {
+        // Read before the swap: the driver asks on every turn of its loop, and a plain
+        // load costs nothing where a swap is a locked instruction each time.
+        if !self.link.has_pending.load(Ordering::Relaxed)
+            || !self.link.has_pending.swap(false, Ordering::Acquire)
+        {
             return Vec::new();
         }
         std::mem::take(&mut *self.link.pending.lock().unwrap_or_else(|e| e.into_inner()))
