@@ -15,6 +15,8 @@
 //! - a name must not be empty, start with a digit, `-` or `.`, or hold a character that
 //!   ends a name in rpcmux's lexer (`/ < = " ' &`). XML's full name grammar is not
 //!   applied: only XML-RPC's own names mean anything, and the grammar refuses others;
+//! - a processing instruction needs a target right after `<?` (quick-xml itself refuses
+//!   `<?>`, and reports `<? x?>` with an empty target);
 //! - comments, processing instructions and the declaration are skipped wherever they
 //!   appear (XML allows the declaration only first; rpcmux and this reader do not care).
 use super::tag::Tag;
@@ -59,6 +61,9 @@ pub fn tokens(body: &[u8]) -> Result<Vec<Tok>, Refused> {
             Event::End(e) => out.push(Tok::Close(Tag::from_name(e.name().as_ref()))),
             Event::Text(t) => out.push(Tok::Text(text(&t, true)?)),
             Event::CData(t) => out.push(Tok::Text(text(&t, false)?)),
+            Event::PI(pi) if pi.target().is_empty() => {
+                return Err("a processing instruction without a target".into())
+            }
             Event::Comment(_) | Event::PI(_) | Event::Decl(_) => {}
             Event::DocType(_) => return Err("a DTD".into()),
             Event::Eof => {

@@ -200,7 +200,17 @@ impl<'a> Lexer<'a> {
             }
             match bytes.get(self.pos + 1) {
                 Some(b'/') => return self.end_tag(),
-                Some(b'?') => self.skip_past(self.pos + 2, "?>", "processing instruction")?,
+                Some(b'?') => {
+                    // XML's one PI rule rpcmux applies: a target right after `<?` (`<?>`
+                    // and `<? x?>` are refused, as by any XML reader).
+                    if matches!(
+                        bytes.get(self.pos + 2),
+                        Some(b'>' | b' ' | b'\t' | b'\r' | b'\n')
+                    ) {
+                        return Err(self.error("a processing instruction without a target"));
+                    }
+                    self.skip_past(self.pos + 2, "?>", "processing instruction")?
+                }
                 Some(b'!') => {
                     let rest = &bytes[self.pos..];
                     if rest.starts_with(b"<!--") {
@@ -430,6 +440,8 @@ mod tests {
             "<!-- x",
             "<![CDATA[ x",
             "<?x",
+            "<?>x?>",
+            "<? x?>",
             "<>",
             "< a>",
             "<1a>",
