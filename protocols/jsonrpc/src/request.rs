@@ -87,10 +87,10 @@ struct RawMembers<'a> {
 
 impl<'a> RawMembers<'a> {
     /// From a JSON object's text (anything else gives no members).
-    fn of(text: &'a [u8]) -> RawMembers<'a> {
-        let object = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    fn of(text: &'a str) -> RawMembers<'a> {
+        let object = text.bytes().find(|b| !b.is_ascii_whitespace()) == Some(b'{');
         object
-            .then(|| serde_json::from_slice(text).ok())
+            .then(|| serde_json::from_str(text).ok())
             .flatten()
             .unwrap_or(RawMembers {
                 id: None,
@@ -170,19 +170,16 @@ pub fn parse_for(
     raw_for: &dyn Fn(&str) -> bool,
 ) -> Result<Incoming, RpcError> {
     let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
-    // serde_json checks UTF-8 only in the strings it decodes: one in an ignored member
-    // or a batch member's raw text would pass, and a body that is no JSON be served.
-    if let Err(e) = std::str::from_utf8(body) {
-        return Err(RpcError::parse_error(format_args!(
-            "body is not valid UTF-8 (at byte {})",
-            e.valid_up_to()
-        )));
-    }
-    let first = body.iter().find(|b| !b.is_ascii_whitespace());
-    if first == Some(&b'[') {
+    // UTF-8 is checked once, here, over the whole body, and the JSON is then read as
+    // text (serde_json's `StrRead` checks no string again). Reading bytes instead would
+    // check only the strings serde_json decodes: one in an ignored member or a batch
+    // member's raw text would pass, and a body that is no JSON be served.
+    let body = utf8(body)?;
+    let first = body.bytes().find(|b| !b.is_ascii_whitespace());
+    if first == Some(b'[') {
         use serde::Deserializer as _;
         let over = Cell::new(false);
-        let mut de = serde_json::Deserializer::from_slice(body);
+        let mut de = serde_json::Deserializer::from_str(body);
         let members = de
             .deserialize_seq(Members {
                 max: limits.max_batch,
@@ -204,7 +201,7 @@ pub fn parse_for(
         }
         let reqs = items
             .into_iter()
-            .map(|raw| parse_one(raw.get().as_bytes(), raw_for))
+            .map(|raw| parse_one(raw.get(), raw_for))
             .collect();
         return Ok(Incoming::Batch(reqs));
     }
@@ -213,25 +210,35 @@ pub fn parse_for(
         Err(_) => {
             // Slow path only on failure: is it bad JSON, or valid JSON that is no request?
             let tree: serde_json::Value =
-                serde_json::from_slice(body).map_err(RpcError::parse_error)?;
+                serde_json::from_str(body).map_err(RpcError::parse_error)?;
             Ok(Incoming::Single(Err(invalid_from_tree(&tree, body))))
         }
     }
 }
 
+/// The body as text, or the parse error that names the first byte that is not UTF-8.
+fn utf8(body: &[u8]) -> Result<&str, RpcError> {
+    // simdutf8's check is several times std's on the ASCII most JSON is; its error
+    // says only "invalid", so std's names the byte on that cold path.
+    simdutf8::basic::from_utf8(body).map_err(|_| {
+        let at = std::str::from_utf8(body).map_or_else(|e| e.valid_up_to(), |s| s.len());
+        RpcError::parse_error(format_args!("body is not valid UTF-8 (at byte {at})"))
+    })
+}
+
 /// Read a request object's members in one pass (see `wire.rs`).
-fn read_wire<'a>(text: &'a [u8], raw_for: &dyn Fn(&str) -> bool) -> serde_json::Result<Wire<'a>> {
+fn read_wire<'a>(text: &'a str, raw_for: &dyn Fn(&str) -> bool) -> serde_json::Result<Wire<'a>> {
     use serde::de::DeserializeSeed as _;
-    let mut de = serde_json::Deserializer::from_slice(text);
+    let mut de = serde_json::Deserializer::from_str(text);
     let w = WireSeed { raw_for }.deserialize(&mut de)?;
     de.end()?;
     Ok(w)
 }
 
 /// Parse one batch element (already known to be valid JSON, with no space around it).
-fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
+fn parse_one(text: &str, raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
     // Only an object can be a request (serde would read a struct from an array too).
-    if text.first() != Some(&b'{') {
+    if !text.starts_with('{') {
         return Err(Failed {
             version: Version::V2,
             id: Id::Null,
@@ -240,7 +247,7 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
     }
     match read_wire(text, raw_for) {
         Ok(w) => validate(w, text, raw_for),
-        Err(_) => match serde_json::from_slice::<serde_json::Value>(text) {
+        Err(_) => match serde_json::from_str::<serde_json::Value>(text) {
             Ok(tree) => Err(invalid_from_tree(&tree, text)),
             Err(e) => Err(Failed {
                 version: Version::V2,
@@ -252,7 +259,7 @@ fn parse_one(text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Fai
 }
 
 /// Check a request read by the fast path; `text` is its JSON, for the rare second look.
-fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
+fn validate(w: Wire, text: &str, raw_for: &dyn Fn(&str) -> bool) -> Result<Request, Failed> {
     // `None`: a "jsonrpc" that is neither, refused below (and answered in 2.0's shape).
     let known = match w.jsonrpc.as_ref().map(|t| &*t.0) {
         Some("2.0") => Some(Version::V2),
@@ -345,7 +352,7 @@ fn validate(w: Wire, text: &[u8], raw_for: &dyn Fn(&str) -> bool) -> Result<Requ
 /// The -32602 error for an integer literal in `params` that the data model cannot hold
 /// exactly (see `exact.rs`), if there is one.
 #[cold]
-fn inexact_integer_in_params(text: &[u8]) -> Option<RpcError> {
+fn inexact_integer_in_params(text: &str) -> Option<RpcError> {
     let params = RawMembers::of(text).params?;
     let token = first_inexact_integer(params.get())?;
     let shown = if token.len() > 48 {
@@ -360,7 +367,7 @@ fn inexact_integer_in_params(text: &[u8]) -> Option<RpcError> {
 
 /// Explain why a valid JSON value is not a request, keeping its id when it has a usable
 /// one (read again from `text`, so a number id keeps its spelling).
-fn invalid_from_tree(tree: &serde_json::Value, text: &[u8]) -> Failed {
+fn invalid_from_tree(tree: &serde_json::Value, text: &str) -> Failed {
     let id = RawMembers::of(text)
         .id
         .and_then(Id::from_raw)
