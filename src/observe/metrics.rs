@@ -117,6 +117,9 @@ pub(crate) struct Metrics {
     method_labels: std::sync::atomic::AtomicUsize,
     /// The gateway's upstreams (refreshes, address health).
     pub(crate) upstreams: crate::observe::upstream::UpstreamMetrics,
+    /// The heap's counts, copied in at scrape time (feature `count-allocs`).
+    #[cfg(feature = "count-allocs")]
+    allocs: [Counter; 4],
 }
 
 /// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they
@@ -172,9 +175,15 @@ impl Metrics {
             logins: Family::default(),
             method_labels: Default::default(),
             upstreams: Default::default(),
+            #[cfg(feature = "count-allocs")]
+            allocs: Default::default(),
         };
         m.upstreams.register(&mut m.registry);
         let r = &mut m.registry;
+        #[cfg(feature = "count-allocs")]
+        for (c, (name, help, _)) in m.allocs.iter().zip(super::alloc_count::counts()) {
+            r.register(name, help, c.clone());
+        }
         r.register(
             "calls_started",
             "Calls started, by protocol and method",
@@ -413,6 +422,10 @@ impl Metrics {
     /// `openmetrics` is false the classic Prometheus text format (what `curl`,
     /// `promtool` and older scrapers read).
     pub fn render(&self, openmetrics: bool) -> String {
+        #[cfg(feature = "count-allocs")]
+        for (c, (_, _, n)) in self.allocs.iter().zip(super::alloc_count::counts()) {
+            c.inner().store(n, Ordering::Relaxed);
+        }
         let mut out = String::with_capacity(16 << 10);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

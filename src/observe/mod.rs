@@ -4,6 +4,8 @@
 //! whatever carried it.
 
 pub(crate) mod access;
+#[cfg(feature = "count-allocs")]
+mod alloc_count;
 pub(crate) mod log_budget;
 pub(crate) mod metrics;
 pub(crate) mod upstream;
