@@ -165,7 +165,10 @@ pub(crate) async fn refuse_plaintext_http<S: AsyncRead + AsyncWrite + Unpin>(
     let linger = async {
         io.write_all(&reply).await?;
         io.shutdown().await?;
-        let mut sink = [0u8; 4096];
+        // On the heap, and only now: an array here is part of the future of every
+        // connection's task (`server::conn::handle` awaits this inline), sniffing or
+        // serving, for its whole life (it was 4 KiB of each idle connection's 7).
+        let mut sink = vec![0u8; 4096];
         let mut left = 64 * 1024usize;
         while left > 0 {
             match io.read(&mut sink).await? {
