@@ -495,13 +495,19 @@ fn limits(shared: &Shared) -> Limits {
     }
 }
 
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+/// Not an `async fn`: its arguments would stay in every connection's future beside the
+/// driver's (see [`driver::serve`]).
+pub(crate) fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> impl std::future::Future<Output = ()> {
     let codec = MsgpackRpcCodec::new(limits(&shared));
     let verbs = shared.verbs.clone();
     let limits = &shared.config.limits;
     let (max_batch, max_frame) = (limits.max_batch, limits.max_frame);
     let cap = shared.reply_cap();
-    driver::serve(io, info, shared, "msgpack-rpc", |ctx| Msgpack {
+    driver::serve(io, info, shared, "msgpack-rpc", move |ctx| Msgpack {
         codec,
         verbs,
         ctx,
@@ -510,7 +516,6 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         max_batch,
         max_frame,
     })
-    .await;
 }
 
 /// An `application/msgpack` HTTP body: one request (or notification). Returns the

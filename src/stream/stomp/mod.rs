@@ -32,10 +32,15 @@ pub use rpcmux_sniff::stomp as probe;
 use std::sync::Arc;
 
 /// Run a STOMP session on a sniffed connection until either side closes it.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+/// Not an `async fn`: its arguments would stay in every connection's future beside the
+/// driver's (see [`driver::serve`]).
+pub(crate) fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> impl std::future::Future<Output = ()> {
     let (session, for_framer) = (info.session, shared.clone());
-    driver::serve(io, info, shared, "stomp", |ctx| {
+    driver::serve(io, info, shared, "stomp", move |ctx| {
         framer::Stomp::new(for_framer, ctx, session)
     })
-    .await;
 }
