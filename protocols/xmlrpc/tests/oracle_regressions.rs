@@ -70,7 +70,11 @@ fn a_processing_instruction_needs_a_target() {
     assert_eq!(param("a<?>x?>b"), None);
     assert_eq!(param("a<? x?>b"), None);
     assert_eq!(param("a<?t x?>b"), Some(Value::from("ab")));
-    assert_eq!(param("a<??>b"), Some(Value::from("ab")), "a lax target, like names");
+    assert_eq!(
+        param("a<??>b"),
+        Some(Value::from("ab")),
+        "a lax target, like names"
+    );
 }
 
 #[test]

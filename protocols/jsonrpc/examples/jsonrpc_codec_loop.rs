@@ -1,9 +1,13 @@
 //! decode + encode of echo(MusicEntry) in a plain loop, for counting what one call
 //! costs with `perf stat -e instructions:u` (instruction counts hold still on a busy
-//! machine where times do not): `cargo run --release --example codec_loop -- 100000`.
+//! machine where times do not): `cargo run --release --example jsonrpc_codec_loop -- 100000`.
 use rpcmux_jsonrpc::{parse, write_result, Incoming};
 use rpcmux_value::Params;
 use std::hint::black_box;
+
+// The allocator `rpcmux serve` runs with: glibc's costs differently.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const BODY: &str = include_str!("../benches/music_entry.json");
 
