@@ -130,7 +130,10 @@ def build_rev(label, rev):
                     sys.exit(f"{sha} has no count-allocs feature and no commit adds it")
                 log(f"{sha} predates count-allocs: applying {added[-1]} to it")
                 patch = sh("git", "-C", ROOT, "show", "--format=", added[-1])
-                subprocess.run(["git", "apply"], input=patch + "\n", text=True, cwd=src, check=True)
+                # As plain `patch`: src is inside this repository's work tree (target/),
+                # where `git apply` would take the paths as the repository's.
+                env = dict(os.environ, GIT_CEILING_DIRECTORIES=os.path.dirname(src))
+                subprocess.run(["git", "apply"], input=patch + "\n", text=True, cwd=src, env=env, check=True)
         log(f"building {sha} (git archive in {src}) with --features count-allocs ...")
         env = dict(os.environ, CARGO_TARGET_DIR=allocs)
         subprocess.run(
