@@ -39,7 +39,10 @@ const PARKED_CALL: usize = 1536;
 /// (a third of the per-call cost of pipelined small calls). Only calls that wait are
 /// pushed to `running`, which polls them again with the driver's waker.
 pub(crate) struct Calls<D> {
-    running: FuturesUnordered<Running<D>>,
+    /// Made for the first call that waits (`FuturesUnordered` allocates two blocks as
+    /// it is made, and most connections never have a call that waits), dropped again
+    /// with the connection's buffers when it idles.
+    running: Option<FuturesUnordered<Running<D>>>,
     ready: VecDeque<D>,
     bytes: usize,
     budget: Arc<Budget>,
@@ -64,7 +67,7 @@ impl<D> Future for Running<D> {
 impl<D: Send + 'static> Calls<D> {
     pub(crate) fn new(budget: Arc<Budget>) -> Self {
         Calls {
-            running: FuturesUnordered::new(),
+            running: None,
             ready: VecDeque::new(),
             bytes: 0,
             budget,
@@ -83,11 +86,13 @@ impl<D: Send + 'static> Calls<D> {
         // A call that waits holds its future, context and task slot whatever its size.
         let bytes = bytes.max(PARKED_CALL);
         self.bytes += bytes;
-        self.running.push(Running {
-            call,
-            bytes,
-            _charge: self.budget.charge(bytes),
-        });
+        self.running
+            .get_or_insert_with(FuturesUnordered::new)
+            .push(Running {
+                call,
+                bytes,
+                _charge: self.budget.charge(bytes),
+            });
     }
 
     /// A call that the framer found answered as it started (see [`Self::start`]): its
@@ -98,11 +103,25 @@ impl<D: Send + 'static> Calls<D> {
 
     /// Calls started and not yet replied to, finished or not.
     pub(crate) fn len(&self) -> usize {
-        self.running.len() + self.ready.len()
+        self.running.as_ref().map_or(0, |r| r.len()) + self.ready.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.running.is_empty() && self.ready.is_empty()
+        !self.waiting() && self.ready.is_empty()
+    }
+
+    /// Some call started and has not finished.
+    fn waiting(&self) -> bool {
+        self.running.as_ref().is_some_and(|r| !r.is_empty())
+    }
+
+    /// With no call in flight, give back what holding calls took (the queue of calls
+    /// that waited, the room for outcomes): for a connection gone idle.
+    fn release(&mut self) {
+        if self.is_empty() {
+            self.running = None;
+            self.ready = VecDeque::new();
+        }
     }
 
     /// The outcome of a call that finished as it started, oldest first.
@@ -111,7 +130,7 @@ impl<D: Send + 'static> Calls<D> {
     }
 
     async fn next(&mut self) -> Option<D> {
-        let (done, bytes) = self.running.next().await?;
+        let (done, bytes) = self.running.as_mut()?.next().await?;
         self.bytes -= bytes;
         Some(done)
     }
@@ -321,7 +340,8 @@ const RELEASE_AFTER: Duration = Duration::from_secs(1);
 /// more than fits: pipelined calls, a large frame).
 const READ_ROOM: usize = 16 * 1024;
 
-/// The free space a read gets until then, and again after the buffers were released.
+/// The free space a read gets until then, and again after the buffers were released (once
+/// the first read, [`FIRST_READ`] bytes without a buffer, has brought something).
 /// Most connections send a request now and then (VDSM's, the CLI's, a monitor's): with
 /// 16 KiB for every read each of them held 16 KiB from its first request on, and an
 /// allocator need not give freed memory back to the system (mimalloc keeps pages freed
@@ -330,6 +350,10 @@ const READ_ROOM: usize = 16 * 1024;
 /// adaptive read strategy; a pipelining peer fills its first read and gets
 /// [`READ_ROOM`] from the next one on.
 const SMALL_READ_ROOM: usize = 2 * 1024;
+
+/// The most the first read after the buffers were released takes (see [`read_some`]):
+/// a small request whole; the rest of a larger one comes with the next read.
+const FIRST_READ: usize = 64;
 
 /// Unsent output past which the driver stops reading and stops taking events.
 pub(crate) const MAX_OUT: usize = 4 << 20;
@@ -363,11 +387,24 @@ async fn write_all<W: AsyncWrite + Unpin>(wr: &mut W, out: &mut Out) -> std::io:
 }
 
 /// Read into `input`, at most `limit` bytes (`usize::MAX`: as much as fits).
+///
+/// With `first` (a connection that gave its buffers back when it idled) the read waits
+/// with no buffer of its own: up to [`FIRST_READ`] bytes land in this future, then in
+/// an `input` just big enough for them. Reserving a read's room before waiting, as
+/// otherwise, made every idle connection take 2 KiB again as soon as it had given its
+/// buffers back (`benches/idle_memory.py`).
 async fn read_some<R: AsyncRead + Unpin>(
     rd: &mut R,
     input: &mut BytesMut,
     limit: usize,
+    first: bool,
 ) -> std::io::Result<usize> {
+    if first {
+        let mut buf = [0u8; FIRST_READ];
+        let n = rd.read(&mut buf[..FIRST_READ.min(limit)]).await?;
+        input.extend_from_slice(&buf[..n]);
+        return Ok(n);
+    }
     if limit == usize::MAX {
         rd.read_buf(input).await
     } else {
@@ -454,6 +491,11 @@ where
         let mut idle_since: Option<tokio::time::Instant> = None;
         // Whether the last read filled the room it had (see SMALL_READ_ROOM).
         let mut read_full = false;
+        // The buffers were given back and no byte has come since (see `read_some`).
+        let mut released = false;
+        // `input` holds bytes read without a buffer of its own (the sniffed prefix, the
+        // first read after a release): the next buffer is made to measure (see below).
+        let mut exact = true;
         let release = tokio::time::sleep(RELEASE_AFTER);
         tokio::pin!(release);
         // Since when output has waited without a byte written (None: nothing waits).
@@ -463,7 +505,7 @@ where
         let stalled = tokio::time::sleep(opts.send_timeout);
         tokio::pin!(stalled);
         let mut tick_every = framer.tick_every();
-        let mut ticker = ticker_for(tick_every);
+        let mut ticker = tick_every.map(ticker_for);
         // Made once and polled across iterations: a fresh `cancelled()` per loop turn
         // registers with (and leaves) the token's waiter list every time, which showed
         // in profiles of pipelined load.
@@ -567,7 +609,7 @@ where
             let holds_buffers = input.capacity() > 0 || out.capacity() > 0;
             if framer.tick_every() != tick_every {
                 tick_every = framer.tick_every();
-                ticker = ticker_for(tick_every);
+                ticker = tick_every.map(ticker_for);
             }
             // Up to SMALL bytes a request is read in the small lane. Past it (a large frame,
             // or a WebSocket message put together from fragments) each read first reserves
@@ -594,16 +636,34 @@ where
             } else {
                 SMALL_READ_ROOM
             };
-            if can_read && input.capacity() - input.len() < want_room {
+            let first_read = released && input.capacity() == 0;
+            if can_read && !first_read && input.capacity() - input.len() < want_room {
                 // A codec reserves only what its next frame still needs; reading into just
                 // that made every read end at a frame boundary (one frame per read, so one
                 // reply per write: STOMP managed 107k pings/s on a full core against 435k
                 // for raw-TCP JSON). Reads get at least this much room instead; the input
                 // still grows only as far as the framer's frame limit allows.
-                input.reserve(want_room);
+                if exact && input.len() < want_room {
+                    // The first buffer to read into is `want_room` bytes, not that plus
+                    // the few held (growing the sniffed prefix or a first read made
+                    // 2057 bytes, which mimalloc serves from the size class of a
+                    // connection's own future, 2.4 KiB: with the two interleaved, the
+                    // futures' pages stayed half empty once the buffers were released,
+                    // 2.8 KiB of each idle msgpack-rpc connection).
+                    let mut buf = BytesMut::with_capacity(want_room);
+                    buf.extend_from_slice(&input);
+                    input = buf;
+                } else {
+                    input.reserve(want_room);
+                }
+                exact = false;
             }
             // What the read below may fill: if it does, the peer has more to send.
-            let read_room = (input.capacity() - input.len()).min(read_limit);
+            let read_room = if first_read {
+                FIRST_READ.min(read_limit)
+            } else {
+                (input.capacity() - input.len()).min(read_limit)
+            };
             let wait_for_budget = reading && (!big_room || !may_read);
             let has_output = !out.is_done();
             tokio::select! {
@@ -623,7 +683,7 @@ where
                 }
                 // A finished call's reply is taken only while the unsent output has room: a
                 // reply that does not fit waits in its call rather than piling up here.
-                Some(done) = calls.next(), if !calls.running.is_empty() && out.pending() < opts.max_out => {
+                Some(done) = calls.next(), if calls.waiting() && out.pending() < opts.max_out => {
                     // Events a call published reach its caller before its reply, as VDSM
                     // sends them (its client's tests depend on the order).
                     while let Ok(o) = events.try_recv() {
@@ -660,12 +720,15 @@ where
                         }
                     }
                 }
-                r = read_some(&mut rd, &mut input, read_limit), if can_read => match r {
+                r = read_some(&mut rd, &mut input, read_limit, first_read), if can_read => match r {
                     Ok(0) => reading = false,
                     // The idle timer is not reset here (a timer-wheel move per read); when it
                     // fires, it re-arms from the last input if there was any since.
                     Ok(n) => {
-                        read_full = n >= read_room;
+                        // A first read that fills its few bytes is no sign of a peer with
+                        // more to send than fits: the next read gets the small room.
+                        read_full = !first_read && n >= read_room;
+                        released = false;
                         last_input = tokio::time::Instant::now();
                     }
                     Err(e) => {
@@ -681,7 +744,10 @@ where
                         tracing::trace!(peer = %opts.peer, input = input.capacity(), out = out.capacity(), "idle: buffers released");
                         input = BytesMut::new();
                         out.release();
+                        calls.release();
                         read_full = false;
+                        released = true;
+                        exact = true;
                     }
                     Some(t) => release.as_mut().reset(t + RELEASE_AFTER),
                     None => {}
@@ -729,7 +795,7 @@ where
                     }
                     frame_timer.as_mut().reset(last_input + opts.frame_timeout);
                 }
-                _ = ticker.tick(), if reading && tick_every.is_some() => {
+                _ = tick(&mut ticker), if reading && tick_every.is_some() => {
                     if let Err(Close(why, _)) = framer.tick(last_input.elapsed(), &mut out) {
                         log_close(&opts.peer, &why);
                         reading = false;
@@ -747,6 +813,16 @@ where
         if last_write.is_some_and(|t| t.elapsed() < LINGER) {
             linger(&mut rd).await;
         }
+    }
+}
+
+/// The next tick of `ticker`; never without one.
+async fn tick(ticker: &mut Option<tokio::time::Interval>) {
+    match ticker {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -773,9 +849,9 @@ async fn linger<R: AsyncRead + Unpin>(rd: &mut R) {
     let _ = tokio::time::timeout(LINGER, drain).await;
 }
 
-/// A ticker whose first tick is one period away (an hour when the framer has none).
-fn ticker_for(every: Option<Duration>) -> tokio::time::Interval {
-    let every = every.unwrap_or(Duration::from_secs(3600));
+/// A ticker whose first tick is one period away. None is made for a framer that does not
+/// tick (an interval allocates its timer).
+fn ticker_for(every: Duration) -> tokio::time::Interval {
     let mut t = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     t
@@ -835,6 +911,103 @@ mod tests {
         fn reply(&mut self, _: (), _: &mut Out) {}
         fn event(&mut self, _: &Event, _: &Delivery, _: &mut Out) {}
         fn lost(&mut self, _: &Lost, _: &mut Out) {}
+    }
+
+    /// Takes every message whole; starts no calls.
+    struct TakeAll;
+
+    impl Framer for TakeAll {
+        type Done = ();
+        fn decode(
+            &mut self,
+            input: &mut BytesMut,
+            _: &mut Out,
+            _: &mut Calls<()>,
+            _: usize,
+        ) -> Result<(), Close> {
+            input.clear();
+            Ok(())
+        }
+        fn reply(&mut self, _: (), _: &mut Out) {}
+        fn event(&mut self, _: &Event, _: &Delivery, _: &mut Out) {}
+        fn lost(&mut self, _: &Lost, _: &mut Out) {}
+    }
+
+    /// Sends one 100-byte message, then nothing (a client idle between calls), and
+    /// records the room each read is given.
+    struct OneThenIdle {
+        sent: bool,
+        room: Arc<Mutex<Vec<usize>>>,
+    }
+
+    impl AsyncRead for OneThenIdle {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            self.room.lock().unwrap().push(buf.remaining());
+            if self.sent {
+                // Never woken: the driver polls again only when something else of its
+                // own (the release timer) makes it go round.
+                return Poll::Pending;
+            }
+            self.sent = true;
+            buf.put_slice(&[b'x'; 100]);
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_waits_for_its_next_message_without_a_read_buffer() {
+        let room = Arc::new(Mutex::new(Vec::new()));
+        let rd = OneThenIdle {
+            sent: false,
+            room: room.clone(),
+        };
+        let (_tx, rx) = crate::events::outbox::outbox(1, Budget::new(1 << 20));
+        let opts = DriveOpts {
+            max_in_flight: 8,
+            max_in_flight_bytes: 1 << 20,
+            budget: Budget::new(1 << 20),
+            out_budget: Budget::new(1 << 20),
+            max_out: MAX_OUT,
+            idle_timeout: Duration::from_secs(60),
+            send_timeout: Duration::from_secs(60),
+            frame_timeout: Duration::from_secs(60),
+            shutdown: CancellationToken::new(),
+            kill: CancellationToken::new(),
+            peer: "test".into(),
+            events: (Arc::new(crate::events::EventHub::default()), 1),
+            metrics: None,
+            session: None,
+        };
+        let driver = tokio::spawn(drive(
+            rd,
+            tokio::io::sink(),
+            BytesMut::new(),
+            TakeAll,
+            rx,
+            opts,
+        ));
+        // The buffers go RELEASE_AFTER after the message (up to twice that: the release
+        // timer is moved only when it fires); the read after that is the one judged.
+        // Waiting for it, not for a time: the bound is only against a hang.
+        let mut seen = Vec::new();
+        for _ in 0..200 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            seen = room.lock().unwrap().clone();
+            if seen.iter().any(|&r| r < SMALL_READ_ROOM) {
+                break;
+            }
+        }
+        driver.abort();
+        assert!(seen[0] >= SMALL_READ_ROOM, "{seen:?}");
+        let last = *seen.last().unwrap();
+        assert!(
+            last <= FIRST_READ,
+            "once the buffers were released, the wait for the next message reserved one: {seen:?}"
+        );
     }
 
     /// The room each read of a connection fed by `Chunks { fill, .. }` gets.
