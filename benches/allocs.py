@@ -30,7 +30,8 @@ Usage:
 With neither --bin nor --rev it builds the work tree, uncommitted changes and all, with
 `CARGO_TARGET_DIR=target/allocs cargo build --release --features count-allocs`, so the
 normal release build in target/release is left alone. --rev builds a commit's own tree
-(git archive into target/allocs/src/, sharing target/allocs's compiled dependencies),
+(git archive into target/allocs-src/, built in target/allocs-rev, where the commits
+share their compiled dependencies; the binary is kept as target/allocs-rev/rpcmux-SHA),
 patching the feature into a commit older than it. A --bin must have been built with
 `--features count-allocs`. Two or more builds give a column each and the ratio of the
 last to the first. Prints a markdown table on stdout (progress on stderr). Stdlib only
@@ -111,38 +112,47 @@ def build_rev(label, rev):
     """A commit's tree (`git archive`, so uncommitted work in the tree is left out), built
     with --features count-allocs; a commit from before the feature gets it patched in."""
     sha = sh("git", "-C", ROOT, "rev-parse", "--short", f"{rev}^{{commit}}")
-    allocs = os.path.join(ROOT, "target", "allocs")
-    src = os.path.join(allocs, "src", sha)
+    # A target directory of their own: cargo knows a source file by its path inside the
+    # package, so a commit's export would pass for the work tree's sources (or the other
+    # way round) wherever their files are the older, and be kept.
+    allocs = os.path.join(ROOT, "target", "allocs-rev")
     binary = os.path.join(allocs, f"rpcmux-{sha}")
-    if not os.path.exists(binary):
-        if not os.path.isdir(src):
-            os.makedirs(src)
-            archive = subprocess.Popen(["git", "-C", ROOT, "archive", sha], stdout=subprocess.PIPE)
-            subprocess.run(["tar", "-x", "-C", src], stdin=archive.stdout, check=True)
-            if archive.wait():
-                sys.exit(f"git archive {sha} failed")
-            with open(os.path.join(src, "Cargo.toml")) as f:
-                has_feature = "count-allocs" in f.read()
-            if not has_feature:
-                added = sh("git", "-C", ROOT, "log", "--diff-filter=A", "--format=%h", "--",
-                           "src/observe/alloc_count.rs").split()
-                if not added:
-                    sys.exit(f"{sha} has no count-allocs feature and no commit adds it")
-                log(f"{sha} predates count-allocs: applying {added[-1]} to it")
-                patch = sh("git", "-C", ROOT, "show", "--format=", added[-1])
-                # As plain `patch`: src is inside this repository's work tree (target/),
-                # where `git apply` would take the paths as the repository's.
-                env = dict(os.environ, GIT_CEILING_DIRECTORIES=os.path.dirname(src))
-                subprocess.run(["git", "apply"], input=patch + "\n", text=True, cwd=src, env=env, check=True)
-        log(f"building {sha} (git archive in {src}) with --features count-allocs ...")
-        env = dict(os.environ, CARGO_TARGET_DIR=allocs)
-        subprocess.run(
-            ["cargo", "build", "--release", "--features", "count-allocs", "--bin", "rpcmux"],
-            cwd=src,
-            env=env,
-            check=True,
-        )
-        shutil.copy(os.path.join(allocs, "release", "rpcmux"), binary)
+    if os.path.exists(binary):
+        return label or sha, binary
+    # Outside the target directory: cargo records the sources under its target directory
+    # by their path from it, so an export in there would pass for the previous one and
+    # not be rebuilt. Every file gets the time of extraction (tar -m), not the commit's:
+    # the sources of an older commit would otherwise look older than the previous
+    # export's build, and cargo would keep that.
+    src = os.path.join(ROOT, "target", "allocs-src", sha)
+    shutil.rmtree(src, ignore_errors=True)
+    os.makedirs(src)
+    archive = subprocess.Popen(["git", "-C", ROOT, "archive", sha], stdout=subprocess.PIPE)
+    subprocess.run(["tar", "-x", "-m", "-C", src], stdin=archive.stdout, check=True)
+    if archive.wait():
+        sys.exit(f"git archive {sha} failed")
+    with open(os.path.join(src, "Cargo.toml")) as f:
+        has_feature = "count-allocs" in f.read()
+    if not has_feature:
+        added = sh("git", "-C", ROOT, "log", "--diff-filter=A", "--format=%h", "--",
+                   "src/observe/alloc_count.rs").split()
+        if not added:
+            sys.exit(f"{sha} has no count-allocs feature and no commit adds it")
+        log(f"{sha} predates count-allocs: applying {added[-1]} to it")
+        patch = sh("git", "-C", ROOT, "show", "--format=", added[-1])
+        # As plain `patch`: src is inside this repository's work tree (target/), where
+        # `git apply` would take the paths as the repository's.
+        env = dict(os.environ, GIT_CEILING_DIRECTORIES=os.path.dirname(src))
+        subprocess.run(["git", "apply"], input=patch + "\n", text=True, cwd=src, env=env, check=True)
+    log(f"building {sha} (git archive in {src}) with --features count-allocs ...")
+    env = dict(os.environ, CARGO_TARGET_DIR=allocs)
+    subprocess.run(
+        ["cargo", "build", "--release", "--features", "count-allocs", "--bin", "rpcmux"],
+        cwd=src,
+        env=env,
+        check=True,
+    )
+    shutil.copy(os.path.join(allocs, "release", "rpcmux"), binary)
     return label or sha, binary
 
 
