@@ -284,6 +284,15 @@ pub(crate) fn only_v2(incoming: Incoming) -> Incoming {
     }
 }
 
+/// A buffer for the reply to a request of `request_size` bytes: room for a reply about
+/// as big as its request (an echo, a get-and-set), so writing it does not grow the
+/// buffer by doubling (two or three reallocations and copies a call); at least 256
+/// bytes, at most 64 KiB reserved ahead. Replies are cut to their length before they
+/// are charged (`conn::out::cut_to_length`), so the spare room is never held.
+pub(crate) fn reply_buffer(request_size: usize) -> Vec<u8> {
+    Vec::with_capacity(request_size.saturating_add(64).clamp(256, 64 * 1024))
+}
+
 /// A reply body for an error that answers the whole message (parse error, too large).
 pub(crate) fn error_body(err: &RpcError) -> Vec<u8> {
     let mut out = Vec::with_capacity(128);

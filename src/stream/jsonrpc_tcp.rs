@@ -204,7 +204,7 @@ pub(crate) fn start_message(
         jsonrpc::parse_now(&frame[start..], bounds, &verbs).map_err(|e| jsonrpc::error_body(&e))?;
     let bounds = bounds.clone();
     calls.start(size, async move {
-        let mut body = Vec::with_capacity(256);
+        let mut body = jsonrpc::reply_buffer(size);
         jsonrpc::answer(verbs, ctx, incoming, &bounds, size, &mut body)
             .await
             .then_some(body)

@@ -14,7 +14,7 @@
 //! literals and large float literals produce) and the text of `params` is then looked at
 //! again ([`first_inexact_integer`]), which costs nothing for every other request.
 
-use rpcmux_value::{Map, Value};
+use rpcmux_value::{Gather, Value};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -103,62 +103,19 @@ impl<'de> Visitor<'de> for CheckedVisitor {
         })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
-        // JSON does not say how many members an object has, and a map grown one key at
-        // a time rehashes at every doubling (a fifth of decoding a 28-member struct).
-        // So the members are gathered first and the map is built at its final size.
+        // JSON does not say how many members an object has: gathered, then made into a
+        // map of their number (`Gather`: no rehash per doubling, no growth once warm).
         let mut doubt = false;
-        // Returned to the pool when dropped, on every exit (errors too).
-        let mut members = Members::take();
+        let mut members = Gather::new();
         while let Some(k) = map.next_key::<String>()? {
             let c: Checked = map.next_value()?;
             doubt |= c.doubt;
-            members.0.push((k, c.value));
-        }
-        let mut out = Map::with_capacity(members.0.len());
-        // `insert`, not a collect: a repeated key keeps its first place, its last value.
-        for (k, v) in members.0.drain(..) {
-            out.insert(k, v);
+            members.push(k, c.value);
         }
         Ok(Checked {
-            value: Value::Struct(Box::new(out)),
+            value: Value::Struct(Box::new(members.into_map())),
             doubt,
         })
-    }
-}
-
-/// A buffer for one object's members while it is read, reused from a per-thread pool
-/// (one per nesting level in use) so gathering costs no allocation once warm.
-struct Members(Vec<(String, Value)>);
-
-/// Buffers kept per thread, and the largest one kept: a huge object's buffer is freed.
-const POOL: usize = 8;
-const KEEP_CAPACITY: usize = 256;
-
-thread_local! {
-    static FREE: std::cell::RefCell<Vec<Vec<(String, Value)>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-impl Members {
-    fn take() -> Members {
-        Members(FREE.with(|f| f.borrow_mut().pop()).unwrap_or_default())
-    }
-}
-
-impl Drop for Members {
-    fn drop(&mut self) {
-        let mut v = std::mem::take(&mut self.0);
-        if v.capacity() > KEEP_CAPACITY {
-            return;
-        }
-        v.clear();
-        // `try_with`: a thread being torn down has no pool left to return to.
-        let _ = FREE.try_with(|f| {
-            let mut f = f.borrow_mut();
-            if f.len() < POOL {
-                f.push(v);
-            }
-        });
     }
 }
 

@@ -10,6 +10,7 @@ mod datetime;
 mod de;
 mod error;
 mod from;
+mod gather;
 #[cfg(feature = "schemars")]
 mod schema;
 mod ser;
@@ -20,5 +21,6 @@ pub use datetime::DateTime;
 pub use de::{from_value, ValueError};
 pub use error::RpcError;
 pub use from::TypeMismatch;
+pub use gather::Gather;
 pub use ser::to_value;
 pub use value::{Map, Params, Value};

@@ -13,7 +13,7 @@
 
 use crate::cursor::{Cursor, Tok};
 use crate::read::read_method_name;
-use crate::read_value::{read_body, read_member_name, Body, Frame};
+use crate::read_value::{member_name, read_body, Body, Frame};
 use crate::tag::Tag;
 use crate::Limits;
 use rpcmux_value::{RpcError, Value};
@@ -389,9 +389,9 @@ impl<'de> de::MapAccess<'de> for &mut Members<'_, '_> {
                 _ => return Err(Error("neither <member> nor </struct>".into())),
             }
         }
-        let mut name = String::new();
-        read_member_name(self.cur, &mut name)?;
-        let key: de::value::StringDeserializer<Error> = name.into_deserializer();
+        // The name as `&str` (visit_str): a struct's field is matched without allocating.
+        let name = member_name(self.cur)?;
+        let key: de::value::StrDeserializer<Error> = name.as_ref().into_deserializer();
         seed.deserialize(key).map(Some)
     }
 

@@ -15,14 +15,15 @@
 use crate::cursor::{is_xml_space, Cursor, Tok};
 use crate::scalar;
 use crate::tag::Tag;
-use rpcmux_value::{Map, RpcError, Value};
+use rpcmux_value::{Gather, RpcError, Value};
 use std::borrow::Cow;
 
 /// A container still being filled.
 pub(crate) enum Frame {
     Array(Vec<Value>),
-    /// The map so far and the name of the member whose value is being read.
-    Struct(Map, String),
+    /// The members so far (made into a map of their number when the struct closes) and
+    /// the name of the member whose value is being read.
+    Struct(Gather, String),
 }
 
 /// What the inside of one `<value>` turned out to be.
@@ -61,8 +62,8 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
             if let Some(v) = done.take() {
                 match top {
                     Frame::Array(items) => items.push(v),
-                    Frame::Struct(map, name) => {
-                        map.insert(std::mem::take(name), v);
+                    Frame::Struct(members, name) => {
+                        members.push(std::mem::take(name), v);
                         cur.expect_close(Tag::Member)?;
                     }
                 }
@@ -93,7 +94,7 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
             cur.expect_close(Tag::Value)?;
             done = stack.pop().map(|frame| match frame {
                 Frame::Array(items) => Value::Array(items),
-                Frame::Struct(map, _) => Value::Struct(Box::new(map)),
+                Frame::Struct(members, _) => Value::Struct(Box::new(members.into_map())),
             });
         }
     }
@@ -101,9 +102,17 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
 
 /// After `<member>`: `<name>text</name><value>`, the name into `name`.
 pub(crate) fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcError> {
+    *name = member_name(cur)?.into_owned();
+    Ok(())
+}
+
+/// After `<member>`: `<name>text</name><value>`; the name, borrowed from the document
+/// when it has no references (a typed reader matches it without allocating).
+pub(crate) fn member_name<'a>(cur: &mut Cursor<'a>) -> Result<Cow<'a, str>, RpcError> {
     cur.expect_open(Tag::Name)?;
-    *name = cur.read_text(Tag::Name)?.into_owned();
-    cur.expect_open(Tag::Value)
+    let name = cur.read_text(Tag::Name)?;
+    cur.expect_open(Tag::Value)?;
+    Ok(name)
 }
 
 /// Read what follows a `<value>`: untyped text up to `</value>`, a scalar element and
@@ -147,7 +156,7 @@ fn open_typed(cur: &mut Cursor<'_>, tag: Tag) -> Result<Body, RpcError> {
             }
             tok => Err(cur.unexpected(&tok, "<data>")),
         },
-        Tag::Struct => Ok(Body::Open(Frame::Struct(Map::default(), String::new()))),
+        Tag::Struct => Ok(Body::Open(Frame::Struct(Gather::new(), String::new()))),
         t if t.is_scalar() => {
             let text = cur.read_text(t)?;
             let v = scalar::decode(t, text)?;
