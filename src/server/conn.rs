@@ -14,6 +14,7 @@ use crate::io::{Metered, Rewind, Stream};
 use crate::shared::Shared;
 use crate::sniff::{self, Decision, Detected};
 use bytes::{Bytes, BytesMut};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -39,7 +40,11 @@ pub(crate) async fn handle(
         let Some(slot) = SniffSlot::take(&shared, &info) else {
             return;
         };
-        let Some((detected, sniffed)) = sniff_once(&mut io, &info, &shared).await else {
+        // Boxed, as the refusal below and the framers are: this task's future is as big
+        // as its biggest await point, for the connection's life, and inline the sniff
+        // (about 400 bytes of state) was that point.
+        let sniffing = Box::pin(sniff_once(&mut io, &info, &shared));
+        let Some((detected, sniffed)) = sniffing.await else {
             return;
         };
         if let Err(why) = shared.front.admit(detected, &info) {
@@ -49,7 +54,7 @@ pub(crate) async fn handle(
             if why == crate::front::Refused::PlaintextWhenRequired
                 && detected == Detected::Protocol(Proto::Http)
             {
-                crate::front::refuse_plaintext_http(&mut io, &sniffed).await;
+                Box::pin(crate::front::refuse_plaintext_http(&mut io, &sniffed)).await;
             }
             return;
         }
@@ -141,20 +146,22 @@ pub(crate) async fn handle(
     }
 }
 
-/// Run the framer. Each is boxed: a connection still sniffing then holds only the small
-/// sniffing state, not room for the largest framer's (an async fn's state is as big as
-/// its biggest await point).
-async fn serve_framer(
+/// The framer's future. Each is boxed: a connection still sniffing then holds only the
+/// small sniffing state, not room for the largest framer's (an async fn's state is as
+/// big as its biggest await point). Not an `async fn`, which would keep its arguments
+/// (the stream, the connection's facts) beside the framer's copies for the connection's
+/// life.
+fn serve_framer(
     framer: Proto,
     io: Rewind<Metered<Conn>>,
     info: ConnInfo,
     shared: Arc<Shared>,
-) {
+) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     match framer {
-        Proto::Http => Box::pin(crate::http::entry::serve(io, info, shared)).await,
-        Proto::JsonrpcTcp => Box::pin(crate::stream::jsonrpc_tcp::serve(io, info, shared)).await,
-        Proto::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)).await,
-        Proto::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)).await,
+        Proto::Http => Box::pin(crate::http::entry::serve(io, info, shared)),
+        Proto::JsonrpcTcp => Box::pin(crate::stream::jsonrpc_tcp::serve(io, info, shared)),
+        Proto::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)),
+        Proto::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)),
     }
 }
 
