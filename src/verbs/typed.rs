@@ -294,17 +294,21 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
 /// tuple's items): the array is refused before more of it is indexed.
 const MAX_PARAMS: usize = 1024;
 
+/// The items' texts of one call's params: most verbs take a few, held without a heap
+/// allocation (one per typed call before).
+type RawItems<'a> = smallvec::SmallVec<[&'a serde_json::value::RawValue; 8]>;
+
 /// The text of each item of a JSON array, at most [`MAX_PARAMS`] of them.
-fn raw_items(raw: &str) -> serde_json::Result<Vec<&serde_json::value::RawValue>> {
+fn raw_items(raw: &str) -> serde_json::Result<RawItems<'_>> {
     use serde::de::{Deserializer as _, SeqAccess, Visitor};
     struct Items;
     impl<'de> Visitor<'de> for Items {
-        type Value = Vec<&'de serde_json::value::RawValue>;
+        type Value = RawItems<'de>;
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
             f.write_str("an array of parameters")
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut items = Vec::new();
+            let mut items = RawItems::new();
             while let Some(item) = seq.next_element()? {
                 if items.len() == MAX_PARAMS {
                     return Err(serde::de::Error::custom(format_args!(

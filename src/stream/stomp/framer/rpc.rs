@@ -88,7 +88,7 @@ impl Stomp {
                     .map(jsonrpc::only_v2),
                 (None, None) => unreachable!("a body either parsed or kept"),
             };
-            let mut body = Vec::with_capacity(256);
+            let mut body = jsonrpc::reply_buffer(size);
             let some = match incoming {
                 Ok(incoming) => {
                     jsonrpc::answer(verbs, ctx, incoming, &bounds, size, &mut body).await
