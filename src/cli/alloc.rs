@@ -15,13 +15,14 @@
 //!   after its last collect before going quiet stayed resident: it then sleeps until
 //!   its next timer, minutes away for idle connections (3.6 KiB of the 13.2 of each
 //!   idle HTTP connection was such blocks);
-//! - emptied pages are purged [`PURGE_DELAY_MS`] after they emptied, not mimalloc v3's
-//!   default second, and a thread of its own ([`janitor`]) runs the purge twice a
-//!   second: a purge only happens when some thread collects after the delay, and after
-//!   a burst none did (an idle HTTP connection kept 7.2 KiB resident, 3.3 once purged:
-//!   hyper's buffers, given back when it idles, are most of a page each).
-//!
-//! `MIMALLOC_PURGE_DELAY` in the environment still wins over [`PURGE_DELAY_MS`].
+//! - a thread of its own ([`janitor`]) purges twice a second. mimalloc v3 gives an
+//!   emptied page back a second after it emptied (`MIMALLOC_PURGE_DELAY`), but only when
+//!   some thread collects after that, and after a burst none did (an idle HTTP
+//!   connection kept 7.2 KiB resident, 3.3 once purged: hyper's buffers, given back when
+//!   it idles, are most of a page each). The delay itself is left alone: with it at
+//!   100 ms the debug server, reallocating 6 MiB requests and replies, fell behind in
+//!   `tests/hostile/memory.rs` (pages given back and faulted in again; one run each way),
+//!   for no gain in `benches/idle_memory.py` once the janitor purges.
 
 // quanta's clock (the CPU's time-stamp counter): a worker under light load parks tens of
 // thousands of times a second, and the OS clock was most of this hook's cost.
@@ -33,17 +34,8 @@ use std::time::Duration;
 /// How often a parking worker may collect its heap.
 const EVERY: Duration = Duration::from_millis(100);
 
-/// How long an emptied page stays committed before it is given back (mimalloc v3: 1000;
-/// v2's was 10): long enough that a busy server reuses pages rather than returning and
-/// faulting them in again, short enough that a burst's pages are gone within a second.
-const PURGE_DELAY_MS: std::os::raw::c_long = 100;
-
 /// How often the janitor purges the pages whose delay has passed.
 const PURGE_EVERY: Duration = Duration::from_millis(500);
-
-/// `mi_option_purge_delay` (the same in mimalloc v2 and v3: retired options keep their
-/// numbers as `mi_option_deprecated_*`). libmimalloc-sys names only older options.
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 thread_local! {
     static LAST: Cell<Option<Instant>> = const { Cell::new(None) };
@@ -67,12 +59,8 @@ pub fn collect_when_parked() {
     }
 }
 
-/// Set the purge delay (unless the environment set one) and start the [`janitor`].
+/// Start the [`janitor`].
 fn start_purging() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets one of mimalloc's option values (an atomic); no pointers.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
-    }
     let spawned = std::thread::Builder::new()
         .name("mimalloc-purge".into())
         .spawn(janitor);
