@@ -102,11 +102,18 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         // is then held only while hyper runs, not by every idle connection's task,
         // which waits below. One allocation per stretch of requests, not per request.
         let round = Box::pin(serve_until_idle(io, &info, &shared, idle, &memo));
-        let Some(parts) = round.await else {
-            return;
+        let (rest, mut inner) = match round.await {
+            Round::Ended => return,
+            // Idle: only the socket (and bytes hyper had read, if any) is kept.
+            Round::Idle(rest, inner) => (rest, inner),
+            Round::Upgraded(io, info, sub) => {
+                // Run once hyper's round is gone, not inside it: a session's memory is
+                // then its own and the driver's. Boxed: the session's future is not
+                // part of every HTTP connection's.
+                Box::pin(crate::stream::websocket::serve(io, info, shared, sub)).await;
+                return;
+            }
         };
-        // Idle: only the socket (and bytes hyper had read, if any) is kept.
-        let (rest, mut inner) = parts;
         if !rest.is_empty() {
             let since = *partial_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= idle {
@@ -135,15 +142,25 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
     }
 }
 
-/// Run one hyper connection until it ends (`None`) or goes idle and is released:
-/// then the bytes it had read but not used, and the stream.
+/// How one hyper connection (a stretch of requests) ended.
+enum Round<S> {
+    /// Closed, failed, or shut down.
+    Ended,
+    /// Idle, hyper's state released: the bytes it had read but not used, and the stream.
+    Idle(Bytes, S),
+    /// A request was answered 101: the WebSocket session to run on the stream, the
+    /// connection's last (with its facts as the upgrade request proved them).
+    Upgraded(Rewind<S>, ConnInfo, Subprotocol),
+}
+
+/// Run one hyper connection until it ends, goes idle and is released, or upgrades.
 async fn serve_until_idle<S: Stream>(
     io: Rewind<S>,
     info: &ConnInfo,
     shared: &Arc<Shared>,
     idle: Duration,
     memo: &Arc<Memo>,
-) -> Option<(Bytes, S)> {
+) -> Round<S> {
     let busy = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     // Set when a request was answered 101: the socket then leaves hyper for the
     // WebSocket session (hyper's own upgrade needs `with_upgrades`, which has no
@@ -192,7 +209,7 @@ async fn serve_until_idle<S: Stream>(
             r = std::future::poll_fn(|cx| conn.poll_without_shutdown(cx)) => {
                 if let Err(e) = r {
                     tracing::debug!(peer = %info.peer, error = %e, "http connection ended with an error");
-                    return None;
+                    return Round::Ended;
                 }
                 let sub = upgrade.lock().map(|mut u| u.take()).unwrap_or(None);
                 if let Some(Upgraded { sub, principal, .. }) = sub {
@@ -201,18 +218,17 @@ async fn serve_until_idle<S: Stream>(
                     // The session is the connection's last: it keeps the connection's
                     // number, and the principal the upgrade request proved is its own.
                     let info = info.proved(principal).into_owned();
-                    // Boxed: the session's future is not part of every HTTP connection's.
-                    Box::pin(crate::stream::websocket::serve(io, info, shared.clone(), sub)).await;
-                    return None;
+                    return Round::Upgraded(io, info, sub);
                 }
                 if !releasing || shared.shutdown.is_cancelled() {
                     // The client closed, or asked to (Connection: close), or shutdown.
                     let mut io = conn.into_parts().io.into_inner().into_inner();
                     let _ = io.shutdown().await;
-                    return None;
+                    return Round::Ended;
                 }
                 tracing::trace!(peer = %info.peer, "idle HTTP connection released its buffers");
-                return Some(take_parts(conn.into_parts()));
+                let (rest, io) = take_parts(conn.into_parts());
+                return Round::Idle(rest, io);
             }
             _ = &mut shutting_down, if !releasing => {
                 std::pin::Pin::new(&mut conn).graceful_shutdown();
@@ -225,7 +241,7 @@ async fn serve_until_idle<S: Stream>(
                     if let Some(m) = &shared.metrics {
                         m.refused("send_timeout");
                     }
-                    return None;
+                    return Round::Ended;
                 }
                 if releasing {
                     continue;
