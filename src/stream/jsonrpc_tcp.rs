@@ -155,11 +155,18 @@ fn line(out: &mut BytesMut, body: &[u8]) {
     out.put_u8(b'\n');
 }
 
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+/// Serve a raw-TCP JSON-RPC connection. A plain fn returning the driver's future, as
+/// msgpack's and STOMP's `serve`: an `async fn` would keep its arguments beside the
+/// copies moved into the driver, for the connection's whole life.
+pub(crate) fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> impl std::future::Future<Output = ()> {
     let max_frame = shared.config.limits.max_frame;
     let verbs = shared.verbs.clone();
     let bounds = shared.json_bounds();
-    driver::serve(io, info, shared, "jsonrpc-tcp", |ctx| JsonrpcTcp {
+    driver::serve(io, info, shared, "jsonrpc-tcp", move |ctx| JsonrpcTcp {
         splitter: Splitter::new(max_frame),
         verbs,
         ctx,
@@ -167,7 +174,6 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         max_frame,
         head: None,
     })
-    .await;
 }
 
 /// Start one JSON-RPC message of a stream (a request, a notification or a batch: the
