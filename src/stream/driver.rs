@@ -958,15 +958,9 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_idle_connection_waits_for_its_next_message_without_a_read_buffer() {
-        let room = Arc::new(Mutex::new(Vec::new()));
-        let rd = OneThenIdle {
-            sent: false,
-            room: room.clone(),
-        };
-        let (_tx, rx) = crate::events::outbox::outbox(1, Budget::new(1 << 20));
-        let opts = DriveOpts {
+    /// Options with room to spare everywhere and no timeout that a test would meet.
+    fn roomy_opts() -> DriveOpts {
+        DriveOpts {
             max_in_flight: 8,
             max_in_flight_bytes: 1 << 20,
             budget: Budget::new(1 << 20),
@@ -981,7 +975,18 @@ mod tests {
             events: (Arc::new(crate::events::EventHub::default()), 1),
             metrics: None,
             session: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_idle_connection_waits_for_its_next_message_without_a_read_buffer() {
+        let room = Arc::new(Mutex::new(Vec::new()));
+        let rd = OneThenIdle {
+            sent: false,
+            room: room.clone(),
         };
+        let (_tx, rx) = crate::events::outbox::outbox(1, Budget::new(1 << 20));
+        let opts = roomy_opts();
         let driver = tokio::spawn(drive(
             rd,
             tokio::io::sink(),
@@ -1019,22 +1024,7 @@ mod tests {
             room: room.clone(),
         };
         let (_tx, rx) = crate::events::outbox::outbox(1, Budget::new(1 << 20));
-        let opts = DriveOpts {
-            max_in_flight: 8,
-            max_in_flight_bytes: 1 << 20,
-            budget: Budget::new(1 << 20),
-            out_budget: Budget::new(1 << 20),
-            max_out: MAX_OUT,
-            idle_timeout: Duration::from_secs(60),
-            send_timeout: Duration::from_secs(60),
-            frame_timeout: Duration::from_secs(60),
-            shutdown: CancellationToken::new(),
-            kill: CancellationToken::new(),
-            peer: "test".into(),
-            events: (Arc::new(crate::events::EventHub::default()), 1),
-            metrics: None,
-            session: None,
-        };
+        let opts = roomy_opts();
         drive(rd, tokio::io::sink(), BytesMut::new(), Swallow, rx, opts).await;
         let room = room.lock().unwrap().clone();
         // 50 chunks and the EOF; no linger after our FIN, since nothing was written.
