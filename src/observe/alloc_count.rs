@@ -3,7 +3,7 @@
 //! A measuring aid, not for production: with the feature on, this crate sets the
 //! process's global allocator to mimalloc (what the `rpcmux` binary uses anyway, see
 //! `main.rs`) behind relaxed atomic counters, and `/metrics` shows them as
-//! `rpcmux_alloc_*`. `benches/allocs.sh` reads them around a run of calls on each
+//! `rpcmux_alloc_*`. `benches/allocs.py` reads them around a run of calls on each
 //! protocol path to report allocations and bytes per call. Every allocation then pays
 //! an atomic add on a shared cache line, so do not measure speed with this build.
 //!

@@ -48,16 +48,6 @@ impl Gather {
         self.0.push((name, value));
     }
 
-    /// How many members so far (repeated names counted each time).
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether no member has been read.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The map, allocated once at the number of members read.
     pub fn into_map(mut self) -> Map {
         let mut map = Map::with_capacity(self.0.len());

@@ -3,7 +3,7 @@
 //! Human-readable formats get bytes as a base64 string and dateTime as an ISO 8601
 //! string (what JSON clients expect); binary formats get raw bytes.
 
-use crate::{DateTime, Map, Value};
+use crate::{DateTime, Gather, Value};
 use base64::Engine as _;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -107,12 +107,14 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Array(out))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut out = Map::with_capacity(map.size_hint().unwrap_or(0).min(1024));
+        // Most formats (JSON above all) give no size hint: gathered, then made into a
+        // map of their number, as rpcmux's own readers do (`Gather`).
+        let mut members = Gather::new();
         while let Some(k) = map.next_key::<String>()? {
             let v = map.next_value()?;
-            out.insert(k, v);
+            members.push(k, v);
         }
-        Ok(Value::Struct(Box::new(out)))
+        Ok(Value::Struct(Box::new(members.into_map())))
     }
 }
 
