@@ -7,8 +7,11 @@ Phases, each on a fresh server:
   msgpack 10,000 msgpack-rpc connections after one ping each
   jsontcp 10,000 raw-TCP JSON-RPC connections after one ping each
   stomp   10,000 STOMP connections after CONNECT, SUBSCRIBE and one SEND (ping) each
+  ws      10,000 WebSocket sessions (JSON-RPC) after one ping each
 
 KiB per connection = (RSS with the connections open - RSS before them) / connections.
+With a server built with `--features count-allocs`, the heap bytes the connections hold
+(allocated and not freed, free of the allocator's page-level rounding) are shown too.
 The target is at most 8 KiB after a call (nginx holds 10,000 idle keep-alive connections
 in about 2.5 MB; issue 41 brought every protocol under 8 KiB, docs/benchmarks.md).
 
@@ -49,6 +52,19 @@ STOMP_PING = (
     + b"\x00"
 )
 
+def ws_frame(payload):
+    """One masked text frame (a client's), payload under 126 bytes."""
+    mask = b"\x01\x02\x03\x04"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return bytes([0x81, 0x80 | len(payload)]) + mask + masked
+
+
+WS_PING = (
+    b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    + ws_frame(PING_JSON)
+)
+
 # What each phase sends, and a byte string whose arrival means its reply is complete.
 PHASES = {
     "idle": (b"", None),
@@ -56,6 +72,7 @@ PHASES = {
     "msgpack": (MSGPACK_PING, bytes([0xC0, 0xC3])),  # error nil, result true
     "jsontcp": (PING_JSON + b"\n", b'"id":1}\n'),
     "stomp": (STOMP_PING, b'"id":1}'),
+    "ws": (WS_PING, b'"id":1}'),
 }
 
 
@@ -116,6 +133,23 @@ def settle_rss(pid):
     return last
 
 
+def live_heap_kib(addr):
+    """The server's live heap (rpcmux_alloc_live_bytes), or None without count-allocs."""
+    s = socket.create_connection(addr, timeout=10)
+    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    got = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    for line in got.decode(errors="replace").splitlines():
+        if line.startswith("rpcmux_alloc_live_bytes "):
+            return float(line.split()[1]) / 1024
+    return None
+
+
 def run_phase(binary, name, n):
     request, done = PHASES[name]
     p, addr = start_server(binary, n)
@@ -135,6 +169,7 @@ def run_phase(binary, name, n):
             s.close()
         time.sleep(0.5)
         before = settle_rss(p.pid)
+        live_before = live_heap_kib(addr)
         socks = []
         sel = selectors.DefaultSelector()
         t0 = time.time()
@@ -147,6 +182,7 @@ def run_phase(binary, name, n):
                 s.setblocking(False)
                 sel.register(s, selectors.EVENT_READ, [b""])
         pending = n if request else 0
+        closed = 0
         deadline = time.time() + 120
         while pending and time.time() < deadline:
             for key, _ in sel.select(timeout=1):
@@ -157,12 +193,14 @@ def run_phase(binary, name, n):
                 if not chunk:
                     sel.unregister(key.fileobj)
                     pending -= 1
-                    print(f"  {name}: a connection was closed", file=sys.stderr)
+                    closed += 1
                     continue
                 key.data[0] += chunk
                 if done in key.data[0]:
                     sel.unregister(key.fileobj)
                     pending -= 1
+        if closed:
+            print(f"  {name}: {closed} connections were closed", file=sys.stderr)
         if pending:
             print(f"  {name}: {pending} calls unanswered", file=sys.stderr)
         took = time.time() - t0
@@ -172,9 +210,13 @@ def run_phase(binary, name, n):
         after = settle_rss(p.pid)
         hwm = status_kib(p.pid, "VmHWM")
         per = (after - before) / n
+        live_after = live_heap_kib(addr)
+        live = ""
+        if live_before is not None and live_after is not None:
+            live = f", live heap {(live_after - live_before) / n:.2f} KiB per connection"
         print(
             f"{name:8} {n} connections ({alive} open, {took:.1f}s): RSS {before / 1024:.1f} -> "
-            f"{after / 1024:.1f} MiB (peak {hwm / 1024:.1f}), {per:.1f} KiB per connection"
+            f"{after / 1024:.1f} MiB (peak {hwm / 1024:.1f}), {per:.1f} KiB per connection{live}"
         )
         for s in socks:
             s.close()
@@ -188,7 +230,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default=os.environ.get("RPCMUX_BIN", os.path.join(ROOT, "target/release/rpcmux")))
     ap.add_argument("--connections", type=int, default=10_000)
-    ap.add_argument("--phases", default="idle,http,msgpack,jsontcp,stomp")
+    ap.add_argument("--phases", default="idle,http,msgpack,jsontcp,stomp,ws")
     a = ap.parse_args()
     if not os.path.exists(a.bin):
         sys.exit(f"{a.bin} not found: cargo build --release (or --bin PATH)")

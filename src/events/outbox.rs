@@ -13,13 +13,21 @@
 //! by the hub's retention window, which it is a copy of (the events are shared). Only
 //! one replay at a time may wait past them ([`Outbox::past_bounds`]): a session asking
 //! for another before reading the first is refused.
+//!
+//! The queue is a deque under a lock with a waker, not a channel: every stream
+//! connection and WebSocket session has an outbox, subscribed or not, and tokio's
+//! unbounded channel allocated 1.8 KiB for each up front (its first block of slots), a
+//! third of an idle connection's heap (`benches/idle_memory.py`). This one holds about
+//! a hundred bytes until events arrive, and gives back the room a burst took once read.
 
 use crate::conn::budget::Budget;
 pub(crate) use crate::events::event::Delivery;
 use crate::events::{Event, EventId};
+use futures_util::task::AtomicWaker;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
-use tokio::sync::mpsc::{self, error::TryRecvError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Poll;
 
 /// Bytes of events an outbox holds at most, beyond the one it always takes: a reader
 /// keeping up needs far less (the connection's own output cap, 4 MiB, is written first).
@@ -64,16 +72,59 @@ impl Lost {
     }
 }
 
-/// The hub's end of an outbox.
+/// The hub's end of an outbox (one per session: dropping it tells the session the hub
+/// has let go).
 #[derive(Debug)]
 pub struct Outbox {
-    tx: mpsc::UnboundedSender<Outgoing>,
-    held: Arc<Held>,
+    queue: Arc<Queue>,
     max_events: usize,
     max_bytes: usize,
     /// The output budget big events are charged to while held here.
     budget: Arc<Budget>,
 }
+
+/// What both ends share.
+#[derive(Debug, Default)]
+struct Queue {
+    waiting: Mutex<Waiting>,
+    /// The session's task, waiting in [`OutboxRx::recv`].
+    reader: AtomicWaker,
+    held: Held,
+}
+
+#[derive(Debug, Default)]
+struct Waiting {
+    items: VecDeque<Outgoing>,
+    /// The hub's end is gone: nothing more will come.
+    hub_gone: bool,
+    /// The session's end is gone: nothing more is taken.
+    session_gone: bool,
+}
+
+impl Queue {
+    /// The lock, whatever a panic elsewhere left: the deque is consistent at every
+    /// point a holder can panic (it only pushes and pops).
+    fn lock(&self) -> MutexGuard<'_, Waiting> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next item, uncounted; the room a burst took is given back once it is read.
+    fn pop(&self) -> Option<Outgoing> {
+        let mut w = self.lock();
+        let out = w.items.pop_front()?;
+        if w.items.is_empty() && w.items.capacity() > ROOM_KEPT {
+            w.items = VecDeque::new();
+        }
+        drop(w);
+        if let Outgoing::Event(event, _) = &out {
+            self.held.let_go(event);
+        }
+        Some(out)
+    }
+}
+
+/// Slots an emptied outbox keeps (a few events at a time is the common case).
+const ROOM_KEPT: usize = 16;
 
 /// What an outbox holds now.
 #[derive(Debug, Default)]
@@ -103,8 +154,7 @@ impl Outgoing {
 /// The session's end: what waits, in the order offered.
 #[derive(Debug)]
 pub(crate) struct OutboxRx {
-    rx: mpsc::UnboundedReceiver<Outgoing>,
-    held: Arc<Held>,
+    queue: Arc<Queue>,
 }
 
 /// What became of an event offered to an outbox.
@@ -128,17 +178,15 @@ pub(crate) fn bounded(
     max_bytes: usize,
     budget: Arc<Budget>,
 ) -> (Outbox, OutboxRx) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let held = Arc::new(Held::default());
+    let queue = Arc::new(Queue::default());
     (
         Outbox {
-            tx,
-            held: held.clone(),
+            queue: queue.clone(),
             max_events: max_events.max(1),
             max_bytes,
             budget,
         },
-        OutboxRx { rx, held },
+        OutboxRx { queue },
     )
 }
 
@@ -147,9 +195,10 @@ impl Outbox {
     /// while the process's output budget is spent (`budget_full`), anything at all
     /// already waiting.
     pub(crate) fn offer(&self, event: &Arc<Event>, how: Delivery, budget_full: bool) -> Offer {
+        let held = &self.queue.held;
         let (events, bytes) = (
-            self.held.events.load(Ordering::Relaxed),
-            self.held.bytes.load(Ordering::Relaxed),
+            held.events.load(Ordering::Relaxed),
+            held.bytes.load(Ordering::Relaxed),
         );
         if events > 0
             && (budget_full || events >= self.max_events || bytes + event.size() > self.max_bytes)
@@ -165,27 +214,37 @@ impl Outbox {
     }
 
     fn push(&self, event: &Arc<Event>, how: Delivery) -> Offer {
-        self.held.events.fetch_add(1, Ordering::Relaxed);
-        self.held.bytes.fetch_add(event.size(), Ordering::Relaxed);
-        event.enter_outbox(&self.budget);
-        match self.tx.send(Outgoing::Event(event.clone(), how)) {
-            Ok(()) => Offer::Queued,
-            Err(_) => {
-                self.held.let_go(event);
-                event.leave_outbox();
-                Offer::Closed
+        let held = &self.queue.held;
+        {
+            let mut w = self.queue.lock();
+            if w.session_gone {
+                return Offer::Closed;
             }
+            // Counted before the session can take it (and uncount it).
+            held.events.fetch_add(1, Ordering::Relaxed);
+            held.bytes.fetch_add(event.size(), Ordering::Relaxed);
+            event.enter_outbox(&self.budget);
+            w.items.push_back(Outgoing::Event(event.clone(), how));
         }
+        self.queue.reader.wake();
+        Offer::Queued
     }
 
     /// Tell the session it lost events (the last thing it is sent).
     pub(crate) fn lost(&self, notice: Lost) {
-        let _ = self.tx.send(Outgoing::Lost(notice));
+        {
+            let mut w = self.queue.lock();
+            if w.session_gone {
+                return;
+            }
+            w.items.push_back(Outgoing::Lost(notice));
+        }
+        self.queue.reader.wake();
     }
 
     /// Does any event wait in this outbox?
     pub(crate) fn is_empty(&self) -> bool {
-        self.held.events.load(Ordering::Relaxed) == 0
+        self.queue.held.events.load(Ordering::Relaxed) == 0
     }
 
     /// Does it hold more than its bounds (only a replay puts it there)? Then it takes
@@ -194,41 +253,60 @@ impl Outbox {
     /// `since` and `unsubscribe` in a loop, or STOMP `SUBSCRIBE` with `since`) would
     /// otherwise queue a window's worth per call, without bound.
     pub(crate) fn past_bounds(&self) -> bool {
-        let events = self.held.events.load(Ordering::Relaxed);
+        let held = &self.queue.held;
+        let events = held.events.load(Ordering::Relaxed);
         events > 0
-            && (events >= self.max_events
-                || self.held.bytes.load(Ordering::Relaxed) > self.max_bytes)
+            && (events >= self.max_events || held.bytes.load(Ordering::Relaxed) > self.max_bytes)
+    }
+}
+
+impl Drop for Outbox {
+    /// The hub let go of the session: once it has read what waits, it hears so.
+    fn drop(&mut self) {
+        self.queue.lock().hub_gone = true;
+        self.queue.reader.wake();
     }
 }
 
 impl OutboxRx {
-    fn taken(&self, out: &Outgoing) {
-        if let Outgoing::Event(event, _) = out {
-            self.held.let_go(event);
-        }
-    }
-
-    /// The next event or notice; `None` once the hub has let go of the session.
+    /// The next event or notice; `None` once the hub has let go of the session and
+    /// everything it queued was taken.
     pub(crate) async fn recv(&mut self) -> Option<Outgoing> {
-        let out = self.rx.recv().await?;
-        self.taken(&out);
-        Some(out)
+        std::future::poll_fn(|cx| {
+            if let Some(out) = self.queue.pop() {
+                return Poll::Ready(Some(out));
+            }
+            // Registered before looking again: an item pushed in between wakes it.
+            self.queue.reader.register(cx.waker());
+            if let Some(out) = self.queue.pop() {
+                return Poll::Ready(Some(out));
+            }
+            if self.queue.lock().hub_gone {
+                return Poll::Ready(None);
+            }
+            Poll::Pending
+        })
+        .await
     }
 
     /// The next event or notice if one waits.
-    pub(crate) fn try_recv(&mut self) -> Result<Outgoing, TryRecvError> {
-        let out = self.rx.try_recv()?;
-        self.taken(&out);
-        Ok(out)
+    pub(crate) fn try_recv(&mut self) -> Option<Outgoing> {
+        self.queue.pop()
     }
 }
 
 impl Drop for OutboxRx {
     /// What still waits goes with the session (and its charges with it).
     fn drop(&mut self) {
-        self.rx.close();
-        while let Ok(out) = self.rx.try_recv() {
-            self.taken(&out);
+        let left = {
+            let mut w = self.queue.lock();
+            w.session_gone = true;
+            std::mem::take(&mut w.items)
+        };
+        for out in left {
+            if let Outgoing::Event(event, _) = &out {
+                self.queue.held.let_go(event);
+            }
             out.written();
         }
     }
@@ -287,7 +365,7 @@ mod tests {
         rx.try_recv().unwrap();
         rx.try_recv().unwrap();
         assert_eq!(
-            tx.held.bytes.load(Ordering::Relaxed),
+            tx.queue.held.bytes.load(Ordering::Relaxed),
             0,
             "taken events are uncounted"
         );
@@ -296,7 +374,7 @@ mod tests {
             tx.offer(&event(10), Delivery::default(), false),
             Offer::Closed
         );
-        assert_eq!(tx.held.bytes.load(Ordering::Relaxed), 0);
+        assert_eq!(tx.queue.held.bytes.load(Ordering::Relaxed), 0);
     }
 
     #[test]

@@ -8,13 +8,18 @@ use crate::io::{Rewind, Stream};
 use crate::shared::Shared;
 use std::sync::Arc;
 
-/// Serve HTTP on `io`, whichever version it speaks.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
-    let Some((h2, io)) = opens_with_preface(io, &shared).await else {
-        return;
-    };
+/// Serve HTTP on `io`, whichever version it speaks; an HTTP/1.1 connection that
+/// upgraded returns its WebSocket session, for the caller to run once this future's
+/// memory is let go (`super::service::serve`).
+pub(crate) async fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> Option<crate::stream::Session> {
+    let (h2, io) = opens_with_preface(io, &shared).await?;
     if h2 {
-        Box::pin(super::h2::serve(io, info, shared)).await
+        Box::pin(super::h2::serve(io, info, shared)).await;
+        None
     } else {
         super::service::serve(io, info, shared).await
     }

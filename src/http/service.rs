@@ -86,7 +86,15 @@ const FIRST_READ: usize = 32;
 /// An idle connection is ended gracefully between requests (hyper hands back the socket
 /// and any bytes it had read), waits for its next byte with a small buffer, and starts a
 /// fresh hyper connection with that byte replayed.
-pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<Shared>) {
+///
+/// A connection that upgrades to a WebSocket returns its session, to be run once this
+/// future (hyper's state, the connection's own) is gone: an idle session then holds the
+/// driver's memory alone, as a raw-TCP connection does.
+pub(crate) async fn serve<S: Stream>(
+    io: Rewind<S>,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+) -> Option<crate::stream::Session> {
     let idle = shared
         .config
         .limits
@@ -103,22 +111,21 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         // which waits below. One allocation per stretch of requests, not per request.
         let round = Box::pin(serve_until_idle(io, &info, &shared, idle, &memo));
         let (rest, mut inner) = match round.await {
-            Round::Ended => return,
+            Round::Ended => return None,
             // Idle: only the socket (and bytes hyper had read, if any) is kept.
             Round::Idle(rest, inner) => (rest, inner),
             Round::Upgraded(io, info, sub) => {
-                // Run once hyper's round is gone, not inside it: a session's memory is
-                // then its own and the driver's. Boxed: the session's future is not
-                // part of every HTTP connection's.
-                Box::pin(crate::stream::websocket::serve(io, info, shared, sub)).await;
-                return;
+                // Boxed: the session's future is not part of every HTTP connection's.
+                return Some(Box::pin(crate::stream::websocket::serve(
+                    io, info, shared, sub,
+                )));
             }
         };
         if !rest.is_empty() {
             let since = *partial_since.get_or_insert_with(tokio::time::Instant::now);
             if since.elapsed() >= idle {
                 tracing::debug!(peer = %info.peer, "request head not complete by the idle timeout; closing");
-                return;
+                return None;
             }
             io = Rewind::new(rest, inner);
             continue;
@@ -130,14 +137,14 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, info: ConnInfo, shared: Arc<
         // not into a buffer allocated for the wait: hyper reads the rest.
         let mut first = [0u8; FIRST_READ];
         let next = tokio::select! {
-            _ = shared.shutdown.cancelled() => return,
+            _ = shared.shutdown.cancelled() => return None,
             r = tokio::time::timeout(idle, inner.read(&mut first)) => r,
         };
         match next {
             Ok(Ok(n)) if n > 0 => {
                 io = Rewind::new(Bytes::copy_from_slice(&first[..n]), inner);
             }
-            _ => return, // closed, failed, or idle past idle_timeout
+            _ => return None, // closed, failed, or idle past idle_timeout
         }
     }
 }

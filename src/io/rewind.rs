@@ -14,7 +14,15 @@ pub struct Rewind<S> {
 }
 
 impl<S> Rewind<S> {
+    /// An empty `prefix` is not kept: an empty `Bytes` may still own the buffer it was
+    /// cut from (hyper's 8 KiB read buffer, after an upgrade), and nothing would read it
+    /// away to let that go.
     pub fn new(prefix: Bytes, inner: S) -> Self {
+        let prefix = if prefix.is_empty() {
+            Bytes::new()
+        } else {
+            prefix
+        };
         Rewind { prefix, inner }
     }
 

@@ -120,6 +120,8 @@ pub(crate) struct Metrics {
     /// The heap's counts, copied in at scrape time (feature `count-allocs`).
     #[cfg(feature = "count-allocs")]
     allocs: [Counter; 4],
+    #[cfg(feature = "count-allocs")]
+    live: Gauge,
 }
 
 /// Distinct error codes get a label value each up to [`Codes::MAX`]; past that they
@@ -177,12 +179,19 @@ impl Metrics {
             upstreams: Default::default(),
             #[cfg(feature = "count-allocs")]
             allocs: Default::default(),
+            #[cfg(feature = "count-allocs")]
+            live: Default::default(),
         };
         m.upstreams.register(&mut m.registry);
         let r = &mut m.registry;
         #[cfg(feature = "count-allocs")]
         for (c, (name, help, _)) in m.allocs.iter().zip(super::alloc_count::counts()) {
             r.register(name, help, c.clone());
+        }
+        #[cfg(feature = "count-allocs")]
+        {
+            let (name, help, _) = super::alloc_count::live();
+            r.register(name, help, m.live.clone());
         }
         r.register(
             "calls_started",
@@ -426,6 +435,8 @@ impl Metrics {
         for (c, (_, _, n)) in self.allocs.iter().zip(super::alloc_count::counts()) {
             c.inner().store(n, Ordering::Relaxed);
         }
+        #[cfg(feature = "count-allocs")]
+        self.live.set(super::alloc_count::live().2 as i64);
         let mut out = String::with_capacity(16 << 10);
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);

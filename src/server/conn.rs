@@ -158,7 +158,15 @@ fn serve_framer(
     shared: Arc<Shared>,
 ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
     match framer {
-        Proto::Http => Box::pin(crate::http::entry::serve(io, info, shared)),
+        Proto::Http => {
+            // A WebSocket session runs after the HTTP connection's state is let go.
+            let http = Box::pin(crate::http::entry::serve(io, info, shared));
+            Box::pin(async move {
+                if let Some(session) = http.await {
+                    session.await
+                }
+            })
+        }
         Proto::JsonrpcTcp => Box::pin(crate::stream::jsonrpc_tcp::serve(io, info, shared)),
         Proto::Msgpack => Box::pin(crate::stream::msgpack::serve(io, info, shared)),
         Proto::Stomp => Box::pin(crate::stream::stomp::serve(io, info, shared)),

@@ -280,9 +280,9 @@ impl DriveOpts {
 /// back by the output cap first (`max_out`, then the socket); this queue fills while the
 /// connection's task waits to run, so it must outlast scheduling jitter: at 256, a
 /// worker thread preempted for a few milliseconds on a busy 2-core machine while others
-/// published 30k events/s got healthy subscribers dropped. The channel allocates its
-/// slots as they fill (blocks of 32 pointers; the events are shared, not copied), so
-/// the depth costs nothing until used. The outbox is bounded by bytes too
+/// published 30k events/s got healthy subscribers dropped. The outbox's deque grows as
+/// it fills and shrinks once read (the events are shared, not copied), so the depth
+/// costs nothing until used. The outbox is bounded by bytes too
 /// (`events::outbox`).
 const EVENT_QUEUE: usize = 4096;
 
@@ -580,7 +580,7 @@ where
                 let Some(done) = calls.take_ready() else {
                     break;
                 };
-                while let Ok(o) = events.try_recv() {
+                while let Some(o) = events.try_recv() {
                     put_outgoing(&mut framer, o, &mut out);
                 }
                 framer.reply(done, &mut out);
@@ -672,7 +672,7 @@ where
                     tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
                     // The events still queued are dropped (the client resumes from the last
                     // one it got); the notice of what was lost is its last output.
-                    while let Ok(o) = events.try_recv() {
+                    while let Some(o) = events.try_recv() {
                         if let Outgoing::Lost(notice) = &o {
                             framer.lost(notice, &mut out);
                         }
@@ -686,7 +686,7 @@ where
                 Some(done) = calls.next(), if calls.waiting() && out.pending() < opts.max_out => {
                     // Events a call published reach its caller before its reply, as VDSM
                     // sends them (its client's tests depend on the order).
-                    while let Ok(o) = events.try_recv() {
+                    while let Some(o) = events.try_recv() {
                         put_outgoing(&mut framer, o, &mut out);
                     }
                     framer.reply(done, &mut out);
@@ -715,8 +715,8 @@ where
                     // turn left a subscriber behind a burst judged too slow and dropped).
                     while out.pending() < opts.max_out {
                         match events.try_recv() {
-                            Ok(o) => put_outgoing(&mut framer, o, &mut out),
-                            Err(_) => break,
+                            Some(o) => put_outgoing(&mut framer, o, &mut out),
+                            None => break,
                         }
                     }
                 }

@@ -7,3 +7,7 @@ pub(crate) mod jsonrpc_tcp;
 pub(crate) mod msgpack;
 pub mod stomp;
 pub mod websocket;
+
+/// A session to run on a connection its first protocol handed over (a WebSocket after
+/// its HTTP upgrade), boxed: it is not part of every connection's future.
+pub(crate) type Session = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;

@@ -798,7 +798,7 @@ mod tests {
         framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
         assert!(out.is_empty(), "nothing written ahead of the event");
         assert_eq!(calls.len(), 1);
-        assert!(events.try_recv().is_ok());
+        assert!(events.try_recv().is_some());
         let done = calls.take_ready().unwrap();
         framer.reply(done, &mut out);
         assert_eq!(replies(&mut out)[&7], Ok(Value::from(2)));

@@ -250,8 +250,20 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
             .map_err(|e| invalid(verb, e))
         }
         Input::Json(raw) if raw.starts_with('[') => {
-            // The items' text first (one scan, no values built), for their count; at
-            // most MAX_PARAMS of them, so a long array costs no more than its bytes.
+            // One pass when the array holds the type's parameters, no more and no fewer
+            // (the common case): read as its sequence of fields.
+            let mut de = serde_json::Deserializer::from_str(raw);
+            if let Ok(p) = P::deserialize(ParamsDe {
+                inner: &mut de,
+                shape: Shape::Sequence,
+            }) {
+                if de.end().is_ok() {
+                    return Ok(p);
+                }
+            }
+            // Else the items' text first (one scan, no values built), for their count
+            // (optional fields left out, or an error to name); at most MAX_PARAMS of
+            // them, so a long array costs no more than its bytes.
             let items = raw_items(raw).map_err(|e| invalid(verb, e))?;
             let n = items.len();
             P::deserialize(ParamsDe {

@@ -370,6 +370,11 @@ impl Server {
     }
 
     pub fn start_with_as_limit(as_limit: u64, extra: &[&str]) -> Server {
+        Self::start_limited_in(as_limit, extra, &[])
+    }
+
+    /// [`Server::start_with_as_limit`] with environment variables of its own.
+    pub fn start_limited_in(as_limit: u64, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut args = vec!["serve"];
         if !extra.iter().any(|a| *a == "--listen" || *a == "--config") {
             args.extend(["--listen", "127.0.0.1:0"]);
@@ -384,7 +389,8 @@ impl Server {
             .arg(format!("--nofile={HOSTILE_NOFILE}:{HOSTILE_NOFILE}"))
             .arg("--")
             .arg(bin)
-            .args(&args);
+            .args(&args)
+            .envs(env.iter().copied());
         Self::spawn_command(cmd, &args)
     }
 

@@ -9,6 +9,7 @@ use crate::common::ws;
 use crate::common::ws::RawWs;
 use crate::common::*;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 const PING: &str = r#"{"jsonrpc":"2.0","method":"ping","id":1}"#;
@@ -101,54 +102,79 @@ fn peer_that_stops_answering_pings_is_dropped_with_its_subscriptions() {
     assert_eq!(alive.data().unwrap().json()["result"], true);
 }
 
-/// KiB of server RSS per connection, opened `n` at a time by `open` (each after one call).
-fn kib_per_connection<T>(srv: &mut Server, n: usize, open: impl Fn() -> T) -> (f64, Vec<T>) {
-    let before = srv.status_kib("VmRSS").unwrap();
-    let held: Vec<T> = (0..n).map(|_| open()).collect();
-    // Idle stream connections give their buffers back after a second.
-    std::thread::sleep(Duration::from_secs(3));
-    let after = srv.status_kib("VmRSS").unwrap();
-    ((after as f64 - before as f64) / n as f64, held)
+/// The server's anonymous memory once it stops shrinking: an idle stream connection
+/// gives its buffers back after a second, the allocator returns emptied pages a second
+/// after that (`src/cli/alloc.rs`), so memory falls for some seconds after a batch.
+fn settled_anon_kib(srv: &Server) -> u64 {
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut last = srv.status_kib("RssAnon").unwrap();
+    for _ in 0..20 {
+        std::thread::sleep(Duration::from_millis(500));
+        let now = srv.status_kib("RssAnon").unwrap();
+        if now + 64 >= last {
+            return now;
+        }
+        last = now;
+    }
+    last
+}
+
+/// Opens one more idle connection of a kind (after one call), held open by the value.
+type Open = Box<dyn Fn(SocketAddr) -> Box<dyn std::any::Any>>;
+
+/// KiB of server anonymous memory per idle connection of each kind, `n` of one kind
+/// then `n` of the other on one warmed server.
+fn kib_per_connection(
+    srv: &Server,
+    n: usize,
+    kinds: [Open; 2],
+) -> ([f64; 2], Vec<Box<dyn std::any::Any>>) {
+    let mut held = Vec::new();
+    let mut costs = [0.0; 2];
+    for (kind, open) in kinds.iter().enumerate() {
+        let before = settled_anon_kib(srv);
+        held.extend((0..n).map(|_| open(srv.addr)));
+        let after = settled_anon_kib(srv);
+        costs[kind] = (after as f64 - before as f64) / n as f64;
+    }
+    (costs, held)
 }
 
 #[test]
 fn a_thousand_idle_websocket_sessions_cost_about_what_raw_tcp_connections_do() {
-    // Each kind on a server of its own, warmed the same way, so neither is measured in
-    // memory the other left behind in the allocator.
-    let warmed = || {
-        let srv = Server::start_limited(&[]);
-        drop(
-            (0..50)
-                .map(|_| RawWs::open(srv.addr, ""))
-                .collect::<Vec<_>>(),
-        );
-        drop(
-            (0..50)
-                .map(|_| Lines::connect(srv.addr).unwrap())
-                .collect::<Vec<_>>(),
-        );
-        std::thread::sleep(Duration::from_secs(1));
-        srv
-    };
-    let mut srv = warmed();
-    let addr = srv.addr;
-    let (tcp, held) = kib_per_connection(&mut srv, 1000, || {
+    // Without transparent huge pages: mimalloc asks for them where the system lets it,
+    // and the resident size then moves 2 MiB at a time, 4 KiB per connection of a batch.
+    let srv = Server::start_limited_in(
+        HOSTILE_AS_LIMIT,
+        &["--max-connections-per-ip", "0"],
+        &[("MIMALLOC_ALLOW_THP", "0")],
+    );
+    // Warm the server: the first connections of each kind grow the allocator's heaps.
+    drop(
+        (0..100)
+            .map(|_| RawWs::open(srv.addr, ""))
+            .collect::<Vec<_>>(),
+    );
+    drop(
+        (0..100)
+            .map(|_| Lines::connect(srv.addr).unwrap())
+            .collect::<Vec<_>>(),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let tcp: Open = Box::new(|addr| {
         let mut l = Lines::connect(addr).unwrap();
         l.send(format!("{PING}\n").as_bytes()).unwrap();
         l.line(1 << 16).unwrap();
-        l
+        Box::new(l)
     });
-    assert_eq!(held.len(), 1000);
-    drop((held, srv));
-    let mut srv = warmed();
-    let addr = srv.addr;
-    let (ws, held) = kib_per_connection(&mut srv, 1000, || {
+    let ws: Open = Box::new(|addr| {
         let mut c = RawWs::open(addr, "");
         c.text(PING).unwrap();
         c.data().unwrap();
-        c
+        Box::new(c)
     });
-    assert_eq!(held.len(), 1000);
+    let ([tcp, ws], held) = kib_per_connection(&srv, 1000, [tcp, ws]);
+    assert_eq!(held.len(), 2000);
     eprintln!(
         "idle memory: raw-TCP JSON-RPC {tcp:.1} KiB, WebSocket JSON-RPC {ws:.1} KiB per connection"
     );

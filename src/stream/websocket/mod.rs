@@ -23,32 +23,35 @@ use crate::conn::ConnInfo;
 use crate::io::{Rewind, Stream};
 use crate::shared::Shared;
 use crate::stream::driver;
+use futures_util::future::Either;
 use std::sync::Arc;
 
 /// Run a WebSocket session on an upgraded connection until either side closes it.
-pub(crate) async fn serve<S: Stream>(
+///
+/// Not an `async fn`, for the reason `driver::serve` is not: an `async fn` keeps its
+/// arguments in its future for the session's life beside the driver's own copies, and
+/// this future is every idle WebSocket session's memory.
+pub(crate) fn serve<S: Stream>(
     io: Rewind<S>,
     info: ConnInfo,
     shared: Arc<Shared>,
     sub: Subprotocol,
-) {
+) -> impl std::future::Future<Output = ()> {
     let ws = shared.config.websocket.clone();
     match sub {
         Subprotocol::Json => {
             let (verbs, bounds) = (shared.verbs.clone(), shared.json_bounds());
             let protocol = info.http_protocol("jsonrpc-ws", "jsonrpc-ws-h2");
-            driver::serve(io, info, shared, protocol, |ctx| {
+            Either::Left(driver::serve(io, info, shared, protocol, move |ctx| {
                 conn::Ws::new(json::JsonWs { verbs, ctx, bounds }, &ws)
-            })
-            .await
+            }))
         }
         Subprotocol::Stomp => {
             let (session, for_framer) = (info.session, shared.clone());
             let protocol = info.http_protocol("stomp-ws", "stomp-ws-h2");
-            driver::serve(io, info, shared, protocol, |ctx| {
+            Either::Right(driver::serve(io, info, shared, protocol, move |ctx| {
                 conn::Ws::new(stomp::StompWs::new(for_framer, ctx, session), &ws)
-            })
-            .await
+            }))
         }
     }
 }
