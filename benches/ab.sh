@@ -6,6 +6,7 @@
 # to the stream driver touches: msgpack-rpc, raw-TCP JSON-RPC, STOMP and JSON-RPC over
 # WebSocket (PROTOS="xmlrpc jsonrpc" for the HTTP paths, keep-alive). Prints calls per
 # server CPU-second per round, the medians and B's change.
+# PAYLOAD=musicentry-typed measures the typed twin, echoMusicEntry, instead.
 # On this shared 2-core VM single runs spread by 10-20 %: compare medians.
 #
 # Usage: benches/ab.sh A_BINARY B_BINARY [ROUNDS]   (e.g. a copy of an older
@@ -33,7 +34,7 @@ one() {
     [[ $3 == jsonrpc || $3 == xmlrpc ]] && shape=(--connections 64 --pipeline 1)
     s0=$(awk '{print $14 + $15}' "/proc/$1/stat")
     r=$(taskset -c 0 "$B" bench --threads 1 -q --csv --proto "$3" "${shape[@]}" \
-        --duration 3 --warmup 0 --payload musicentry "$addr" | tail -1 | awk -F, '{print $8}')
+        --duration 3 --warmup 0 --payload "${PAYLOAD:-musicentry}" "$addr" | tail -1 | awk -F, '{print $8}')
     s1=$(awk '{print $14 + $15}' "/proc/$1/stat")
     awk -v r="$r" -v t=$((s1 - s0)) -v hz="$hz" 'BEGIN { printf "%d\n", r / (t / hz / 3) }'
 }
