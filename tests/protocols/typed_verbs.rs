@@ -178,6 +178,12 @@ async fn typed_verb_over_every_protocol() {
             e.code == -32602 && e.message.contains("missing parameter `mem`"),
             "{proto}: {e}"
         );
+        let four = pos(vec!["a".into(), 1.into(), "grow".into(), 4.into()]);
+        let e = call(&c, "VM.resize", four).await.unwrap_err();
+        assert!(
+            e.code == -32602 && e.message.contains("takes at most 3 parameter(s), got 4"),
+            "{proto}: {e}"
+        );
         let e = call(&c, "VM.resize", pos(vec!["a".into(), (-1).into()]))
             .await
             .unwrap_err();
