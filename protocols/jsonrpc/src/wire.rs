@@ -1,4 +1,4 @@
-//! A request object read in one pass, its `params` either built into a [`Value`] tree
+//! A request object read in one pass, its `params` either built into a [`Value`](rpcmux_value::Value) tree
 //! or kept as text for a method whose server reads them into its own type (a typed
 //! verb deserializes straight from the JSON, with no tree). Which one depends on the
 //! method, so members are read in the order they come: `params` after `method` (the
