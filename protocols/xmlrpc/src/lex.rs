@@ -201,12 +201,13 @@ impl<'a> Lexer<'a> {
             match bytes.get(self.pos + 1) {
                 Some(b'/') => return self.end_tag(),
                 Some(b'?') => {
-                    // XML's one PI rule rpcmux applies: a target right after `<?` (`<?>`
-                    // and `<? x?>` are refused, as by any XML reader).
+                    // XML's one PI rule rpcmux applies: a target right after `<?` (`<?>`,
+                    // `<??>` and `<? x?>` are refused, as by any XML reader).
                     if matches!(
                         bytes.get(self.pos + 2),
                         Some(b'>' | b' ' | b'\t' | b'\r' | b'\n')
-                    ) {
+                    ) || bytes[self.pos + 2..].starts_with(b"?>")
+                    {
                         return Err(self.error("a processing instruction without a target"));
                     }
                     self.skip_past(self.pos + 2, "?>", "processing instruction")?
@@ -441,6 +442,7 @@ mod tests {
             "<![CDATA[ x",
             "<?x",
             "<?>x?>",
+            "<??>",
             "<? x?>",
             "<>",
             "< a>",

@@ -70,11 +70,11 @@ fn a_processing_instruction_needs_a_target() {
     assert_eq!(param("a<?>x?>b"), None);
     assert_eq!(param("a<? x?>b"), None);
     assert_eq!(param("a<?t x?>b"), Some(Value::from("ab")));
-    assert_eq!(
-        param("a<??>b"),
-        Some(Value::from("ab")),
-        "a lax target, like names"
-    );
+    // Found by a 10M-run campaign: `<??>` is `<?` and `?>` with nothing between, no
+    // target at all (quick-xml: an empty PI); `<??x?>` has the lax target `?x`, like names.
+    assert_eq!(param("a<??>b"), None);
+    assert_eq!(param("a<??x?>b"), Some(Value::from("ab")));
+    assert_eq!(param("a<???>b"), Some(Value::from("ab")));
 }
 
 #[test]
