@@ -23,6 +23,11 @@ pub(crate) enum Shape {
     /// read as the type's sequence of fields; a count other than the type's fails
     /// (the caller then reads the call as values, where every count is answered).
     Sequence,
+    /// As [`Shape::Sequence`], for a type that takes a fixed number of parameters only
+    /// (a struct's fields, a tuple's items, none): any other type fails at once, so the
+    /// caller counts the items first and applies its bound on their number (a JSON
+    /// array, read in one pass when it holds the type's fields).
+    Fields,
 }
 
 /// A deserializer for a parameter list, wrapping the format's own.
@@ -35,6 +40,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
     type Error = D::Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        if let Shape::Fields = self.shape {
+            return Err(de::Error::custom("not a fixed number of parameters"));
+        }
         self.inner.deserialize_any(v)
     }
 
@@ -58,7 +66,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
                 self.inner.deserialize_seq(SeqNamed { visitor, fields })
             }
             Shape::Positional(n) => self.inner.deserialize_seq(SeqAsMap { visitor, fields, n }),
-            Shape::Sequence => self.inner.deserialize_seq(SeqNamed { visitor, fields }),
+            Shape::Sequence | Shape::Fields => {
+                self.inner.deserialize_seq(SeqNamed { visitor, fields })
+            }
             Shape::Named(_) => self.inner.deserialize_map(KnownNames { visitor, fields }),
         }
     }
@@ -67,7 +77,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
         match self.shape {
             // The empty list is read all the same, so a reader that tells where the
             // parameters end (msgpack's, reading an unframed call) has passed them.
-            Shape::Positional(0) | Shape::Named(0) | Shape::Sequence => {
+            Shape::Positional(0) | Shape::Named(0) | Shape::Sequence | Shape::Fields => {
                 self.inner.deserialize_any(Nothing(v))
             }
             Shape::Positional(n) | Shape::Named(n) => Err(de::Error::custom(format_args!(
@@ -89,7 +99,9 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for ParamsDe<D> {
             Shape::Positional(n) if n != len => Err(de::Error::custom(format_args!(
                 "takes {len} parameter(s), got {n}"
             ))),
-            Shape::Positional(_) | Shape::Sequence => self.inner.deserialize_tuple(len, v),
+            Shape::Positional(_) | Shape::Sequence | Shape::Fields => {
+                self.inner.deserialize_tuple(len, v)
+            }
             Shape::Named(_) => Err(de::Error::custom("takes its parameters by position only")),
         }
     }

@@ -251,11 +251,12 @@ fn read<P: DeserializeOwned>(verb: &str, input: Input<'_>) -> Result<P, RpcError
         }
         Input::Json(raw) if raw.starts_with('[') => {
             // One pass when the array holds the type's parameters, no more and no fewer
-            // (the common case): read as its sequence of fields.
+            // (the common case): read as its sequence of fields. Only for a type with
+            // a fixed number of them (`Shape::Fields`): a sequence type is counted first.
             let mut de = serde_json::Deserializer::from_str(raw);
             if let Ok(p) = P::deserialize(ParamsDe {
                 inner: &mut de,
-                shape: Shape::Sequence,
+                shape: Shape::Fields,
             }) {
                 if de.end().is_ok() {
                     return Ok(p);
@@ -398,5 +399,26 @@ mod tests {
         let e = raw_items(&long).unwrap_err().to_string();
         assert!(e.contains("more than 1024 parameters"), "{e}");
         assert!(raw_items(&format!("[{}0]", "0,".repeat(MAX_PARAMS - 1))).is_ok());
+    }
+
+    #[test]
+    fn a_sequence_type_is_counted_before_it_is_read() {
+        // The one-pass read is for a fixed number of parameters: a typed verb that takes
+        // a list keeps the bound on how many it is sent.
+        let long = format!("[{}0]", "0,".repeat(MAX_PARAMS));
+        let e = read::<Vec<i64>>("v", Input::Json(&long)).unwrap_err();
+        assert!(e.message.contains("more than 1024 parameters"), "{e:?}");
+        let fits = format!("[{}0]", "0,".repeat(MAX_PARAMS - 1));
+        assert_eq!(
+            read::<Vec<i64>>("v", Input::Json(&fits)).unwrap().len(),
+            MAX_PARAMS
+        );
+        // A struct's fields, a tuple's items: one pass, and the same answers.
+        assert_eq!(
+            read::<(i64, String)>("v", Input::Json(r#"[1,"a"]"#)).unwrap(),
+            (1, "a".into())
+        );
+        let e = read::<(i64, String)>("v", Input::Json(r#"[1,"a",2]"#)).unwrap_err();
+        assert!(e.message.contains("takes 2 parameter(s), got 3"), "{e:?}");
     }
 }
