@@ -108,18 +108,26 @@ impl Queue {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The next item, uncounted; the room a burst took is given back once it is read.
-    fn pop(&self) -> Option<Outgoing> {
+    /// The next item, uncounted, or else whether the hub has let go (nothing more will
+    /// come); the room a burst took is given back once it is read.
+    fn pop(&self) -> Result<Outgoing, bool> {
         let mut w = self.lock();
-        let out = w.items.pop_front()?;
+        let Some(out) = w.items.pop_front() else {
+            return Err(w.hub_gone);
+        };
         if w.items.is_empty() && w.items.capacity() > ROOM_KEPT {
             w.items = VecDeque::new();
         }
         drop(w);
-        if let Outgoing::Event(event, _) = &out {
+        self.uncount(&out);
+        Ok(out)
+    }
+
+    /// `out` has left the queue: it no longer counts against the bounds.
+    fn uncount(&self, out: &Outgoing) {
+        if let Outgoing::Event(event, _) = out {
             self.held.let_go(event);
         }
-        Some(out)
     }
 }
 
@@ -273,25 +281,20 @@ impl OutboxRx {
     /// everything it queued was taken.
     pub(crate) async fn recv(&mut self) -> Option<Outgoing> {
         std::future::poll_fn(|cx| {
-            if let Some(out) = self.queue.pop() {
-                return Poll::Ready(Some(out));
-            }
-            // Registered before looking again: an item pushed in between wakes it.
+            // Registered before looking: an item pushed after the look wakes it.
             self.queue.reader.register(cx.waker());
-            if let Some(out) = self.queue.pop() {
-                return Poll::Ready(Some(out));
+            match self.queue.pop() {
+                Ok(out) => Poll::Ready(Some(out)),
+                Err(true) => Poll::Ready(None),
+                Err(false) => Poll::Pending,
             }
-            if self.queue.lock().hub_gone {
-                return Poll::Ready(None);
-            }
-            Poll::Pending
         })
         .await
     }
 
     /// The next event or notice if one waits.
     pub(crate) fn try_recv(&mut self) -> Option<Outgoing> {
-        self.queue.pop()
+        self.queue.pop().ok()
     }
 }
 
@@ -304,9 +307,7 @@ impl Drop for OutboxRx {
             std::mem::take(&mut w.items)
         };
         for out in left {
-            if let Outgoing::Event(event, _) = &out {
-                self.queue.held.let_go(event);
-            }
+            self.queue.uncount(&out);
             out.written();
         }
     }
