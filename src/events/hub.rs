@@ -209,8 +209,9 @@ impl EventHub {
 
     /// Subscribe a session to events whose name matches `pattern` (the subscription id,
     /// error -32002 past the per-connection cap, -32602 for a pattern over 1,024 bytes),
-    /// first replaying the retained events after `since` that match and the session may see (in order, before any live one); `resumable`: its
-    /// notifications carry `event_id`. A `since` the window no longer covers is refused
+    /// first replaying the retained events after `since` that match and the session may
+    /// see (in order, before any live one); `resumable`: its notifications carry
+    /// `event_id`. A `since` the window no longer covers is refused
     /// (-32007, naming the oldest retained id), and nothing is subscribed.
     pub(crate) fn subscribe_since(
         &self,

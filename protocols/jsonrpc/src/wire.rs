@@ -1,6 +1,7 @@
-//! A request object read in one pass, its `params` either built into a [`Value`](rpcmux_value::Value) tree
-//! or kept as text for a method whose server reads them into its own type (a typed
-//! verb deserializes straight from the JSON, with no tree). Which one depends on the
+//! A request object read in one pass, its `params` either built into a
+//! [`Value`](rpcmux_value::Value) tree or kept as text for a method whose server reads
+//! them into its own type (a typed verb deserializes straight from the JSON, with no
+//! tree). Which one depends on the
 //! method, so members are read in the order they come: `params` after `method` (the
 //! usual order) is read the right way at once; before it, it is kept as text and built
 //! only if the method turns out to want a tree.

@@ -1,6 +1,7 @@
 //! Any `serde::Serialize` result → a `<methodResponse>`, written straight into the
-//! output buffer: what `rpcmux_value::to_value` followed by [`try_write_response`](crate::try_write_response)
-//! writes, byte for byte, without building the `Value` tree in between.
+//! output buffer: what `rpcmux_value::to_value` followed by
+//! [`try_write_response`](crate::try_write_response) writes, byte for byte, without
+//! building the `Value` tree in between.
 //!
 //! The forms a typed result nearly always takes are written here: structs, sequences,
 //! string-keyed maps of known length, strings, 64-bit ints, doubles, bools, bytes,
