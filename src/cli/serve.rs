@@ -98,6 +98,10 @@ pub struct ServeArgs {
     /// big replies become error -32006 until clients read.
     #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
     max_total_output: Option<usize>,
+    /// Bytes of unsent output one stream connection may hold before it stops reading
+    /// and taking events [default: 4 MiB].
+    #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
+    max_conn_output: Option<usize>,
     /// Seconds output may wait for a peer that reads nothing before it is closed (0: off).
     #[arg(long, value_name = "SECS", value_parser = seconds, help_heading = LIMITS)]
     send_timeout: Option<f64>,
@@ -177,6 +181,11 @@ pub struct ServeArgs {
     /// Seconds a recent event is kept for resuming subscribers [default: 300].
     #[arg(long = "events-retain-secs", value_name = "SECS", value_parser = seconds, help_heading = EVENTS)]
     events_retain_secs: Option<f64>,
+    /// Live events one subscribed session may have waiting, at most ([events] outbox;
+    /// default 4096); past it, or past 16 MiB ([events] outbox_bytes), it is told what it
+    /// lost (events.lost) and closed.
+    #[arg(long = "events-outbox", value_name = "N", help_heading = EVENTS)]
+    events_outbox: Option<usize>,
     #[command(flatten)]
     ops: OpsArgs,
     #[command(flatten)]
@@ -285,6 +294,7 @@ pub fn help_defaults() -> Vec<(&'static str, String)> {
         ("min_body_rate", bytes(l.min_body_rate)),
         ("max_subscriptions", l.max_subscriptions.to_string()),
         ("max_total_output", bytes(l.max_total_output)),
+        ("max_conn_output", bytes(l.max_conn_output)),
         ("send_timeout", l.send_timeout.to_string()),
         ("max_calls_per_request", l.max_calls_per_request.to_string()),
         ("threads", "one per core".into()),
@@ -396,6 +406,7 @@ impl ServeArgs {
         c.events.retain = self.events_retain.unwrap_or(c.events.retain);
         c.events.retain_bytes = self.events_retain_bytes.unwrap_or(c.events.retain_bytes);
         c.events.retain_secs = self.events_retain_secs.unwrap_or(c.events.retain_secs);
+        c.events.outbox = self.events_outbox.unwrap_or(c.events.outbox);
         // Flags add to the file's upstreams rather than replace them: each names a server.
         for spec in &self.upstreams {
             let u = rpcmux::config::UpstreamConfig::from_flag(spec)
@@ -425,6 +436,7 @@ impl ServeArgs {
             min_body_rate,
             max_subscriptions,
             max_total_output,
+            max_conn_output,
             send_timeout,
             max_calls_per_request
         );

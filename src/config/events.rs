@@ -43,6 +43,13 @@ pub struct EventsConfig {
     /// Seconds a recent event is kept (0: none).
     #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub retain_secs: f64,
+    /// Live events one subscribed session may have waiting to be written, at most;
+    /// past it (or past `outbox_bytes`) the session is told what it lost
+    /// (`events.lost`) and closed, and resumes with `since` (docs/events.md).
+    pub outbox: usize,
+    /// Bytes (in memory) of live events one session may have waiting, at most (an
+    /// outbox with nothing waiting always takes the next event, however big).
+    pub outbox_bytes: usize,
 }
 
 impl Default for EventsConfig {
@@ -59,6 +66,8 @@ impl Default for EventsConfig {
             retain: 65_536,
             retain_bytes: 64 << 20,
             retain_secs: 300.0,
+            outbox: 4096,
+            outbox_bytes: 16 << 20,
         }
     }
 }

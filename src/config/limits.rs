@@ -56,6 +56,10 @@ pub struct Limits {
     /// with output waiting is not read, and a reply over 64 KiB is replaced by an error
     /// (-32006) until clients read (see docs/limits.md).
     pub max_total_output: usize,
+    /// Bytes of unsent output one stream connection (raw TCP, STOMP, WebSocket) may
+    /// hold before it stops reading requests and taking events: a reader that does not
+    /// keep up then fills its event outbox, and is told what it lost (`events.lost`).
+    pub max_conn_output: usize,
     /// Seconds output may wait for a peer that reads nothing before the connection is
     /// closed and its output freed (nginx's `send_timeout`).
     #[serde(deserialize_with = "seconds")]
@@ -87,6 +91,7 @@ impl Default for Limits {
             min_body_rate: 4_096,
             max_subscriptions: 64,
             max_total_output: 256 << 20,
+            max_conn_output: 4 << 20,
             send_timeout: 60.0,
             max_calls_per_request: 10_000,
         }

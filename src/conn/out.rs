@@ -7,8 +7,14 @@
 //! of it and a few bytes of headers each, not 256 copies.
 //!
 //! [`Out::pending`] is everything not yet written (what the per-connection cap judges);
-//! [`Out::owned`] leaves out the shared chunks, which are charged to the output budget
-//! once, by their owner, when they are encoded (see [`shared`]).
+//! [`Out::owned`] is the memory this connection holds for itself, what its charge to the
+//! output budget follows: the shared chunks left out (charged once, by their owner, when
+//! they are encoded: see [`shared`]), and a chunk of its own counted *whole* until its
+//! allocation is freed, not by the bytes still unsent. A big reply is one allocation,
+//! sliced as it is written: counted by what was left to send, 200 slowly read 8 MiB
+//! replies held 1,963 MB against a budget showing 191 MiB (issue 46). Once little of a
+//! big chunk is left ([`TAIL`]), that tail is copied out and the allocation freed, so a
+//! reader that is nearly done holds only the tail.
 
 use crate::conn::budget::{Budget, Charge};
 use bytes::{Buf, Bytes, BytesMut};
@@ -20,18 +26,32 @@ use std::sync::Arc;
 /// A reply at least this big goes in as a chunk of its own instead of being copied.
 const MOVE_AT: usize = 64 * 1024;
 
+/// A chunk of this connection's own whose unsent rest is at most this (and less than
+/// its allocation) is copied out, so its allocation can go (see the module doc).
+const TAIL: usize = 16 * 1024;
+
 /// Chunks handed to one vectored write.
 const MAX_SLICES: usize = 16;
 
 /// One connection's unsent output.
 pub(crate) struct Out {
     /// Chunks, oldest first, all of them before `buf`.
-    chunks: VecDeque<(Bytes, bool)>,
+    chunks: VecDeque<Chunk>,
     /// Bytes in `chunks`, and of those the shared ones.
     chunked: usize,
     shared: usize,
+    /// What the connection's own chunks hold: each counted whole until it is dropped.
+    owned_alloc: usize,
     buf: BytesMut,
     budget: Arc<Budget>,
+}
+
+/// One piece of output: bytes, whether other connections share them, and (for a chunk of
+/// this connection's own) the length of the allocation it keeps alive until dropped.
+struct Chunk {
+    bytes: Bytes,
+    shared: bool,
+    alloc: usize,
 }
 
 impl Deref for Out {
@@ -54,6 +74,7 @@ impl Out {
             chunks: VecDeque::new(),
             chunked: 0,
             shared: 0,
+            owned_alloc: 0,
             buf: BytesMut::new(),
             budget,
         }
@@ -74,9 +95,10 @@ impl Out {
         self.chunked == 0 && self.buf.is_empty()
     }
 
-    /// Bytes held for this connection alone (shared chunks left out).
+    /// Memory held for this connection alone (shared chunks left out; a chunk of its
+    /// own counted whole until freed: see the module doc).
     pub(crate) fn owned(&self) -> usize {
-        self.pending() - self.shared
+        self.owned_alloc + self.buf.len()
     }
 
     /// Memory the buffer holds, written or not (for giving it back).
@@ -105,23 +127,46 @@ impl Out {
         }
         if !self.buf.is_empty() {
             let head = self.buf.split().freeze();
-            self.chunked += head.len();
-            self.chunks.push_back((head, false));
+            self.push_chunk(head, false);
         }
-        self.chunked += bytes.len();
-        if shared {
-            self.shared += bytes.len();
-        }
-        self.chunks.push_back((bytes, shared));
+        self.push_chunk(bytes, shared);
+    }
+
+    fn push_chunk(&mut self, bytes: Bytes, shared: bool) {
+        let len = bytes.len();
+        self.chunked += len;
+        let alloc = if shared {
+            self.shared += len;
+            0
+        } else {
+            self.owned_alloc += len;
+            len
+        };
+        self.chunks.push_back(Chunk {
+            bytes,
+            shared,
+            alloc,
+        });
     }
 
     /// Move everything in `other` to the end of this output, in order.
     pub(crate) fn append(&mut self, other: &mut Out) {
-        for (bytes, shared) in other.chunks.drain(..) {
-            self.push(bytes, shared);
+        for c in other.chunks.drain(..) {
+            // Moved with what it holds: its allocation is counted here from now on.
+            if !self.buf.is_empty() {
+                let head = self.buf.split().freeze();
+                self.push_chunk(head, false);
+            }
+            self.chunked += c.bytes.len();
+            if c.shared {
+                self.shared += c.bytes.len();
+            }
+            self.owned_alloc += c.alloc;
+            self.chunks.push_back(c);
         }
         other.chunked = 0;
         other.shared = 0;
+        other.owned_alloc = 0;
         if !other.buf.is_empty() {
             if self.chunks.is_empty() {
                 self.buf.extend_from_slice(&other.buf);
@@ -136,8 +181,8 @@ impl Out {
     /// Up to [`MAX_SLICES`] slices of what waits, in order, for one vectored write.
     pub(crate) fn slices<'a>(&'a self, into: &mut Vec<IoSlice<'a>>) {
         into.clear();
-        for (b, _) in self.chunks.iter().take(MAX_SLICES) {
-            into.push(IoSlice::new(b));
+        for c in self.chunks.iter().take(MAX_SLICES) {
+            into.push(IoSlice::new(&c.bytes));
         }
         if into.len() < MAX_SLICES && !self.buf.is_empty() {
             into.push(IoSlice::new(&self.buf));
@@ -147,7 +192,7 @@ impl Out {
     /// The first contiguous piece of what waits.
     pub(crate) fn front(&self) -> &[u8] {
         match self.chunks.front() {
-            Some((b, _)) => b,
+            Some(c) => &c.bytes,
             None => &self.buf,
         }
     }
@@ -160,19 +205,26 @@ impl Out {
     /// `n` bytes were written.
     pub(crate) fn advance(&mut self, mut n: usize) {
         while n > 0 {
-            let Some((front, shared)) = self.chunks.front_mut() else {
+            let Some(front) = self.chunks.front_mut() else {
                 self.buf.advance(n);
                 return;
             };
-            let take = n.min(front.len());
-            front.advance(take);
+            let take = n.min(front.bytes.len());
+            front.bytes.advance(take);
             self.chunked -= take;
-            if *shared {
+            if front.shared {
                 self.shared -= take;
             }
             n -= take;
-            if front.is_empty() {
+            if front.bytes.is_empty() {
+                self.owned_alloc -= front.alloc;
                 self.chunks.pop_front();
+            } else if !front.shared && front.bytes.len() <= TAIL && front.alloc > TAIL {
+                // Nearly written: keep a copy of the rest, let the big allocation go.
+                let rest = front.bytes.len();
+                front.bytes = Bytes::copy_from_slice(&front.bytes);
+                self.owned_alloc -= front.alloc - rest;
+                front.alloc = rest;
             }
         }
     }
@@ -281,8 +333,8 @@ mod tests {
 
     fn collect(out: &Out) -> Vec<u8> {
         let mut v = Vec::new();
-        for (b, _) in &out.chunks {
-            v.extend_from_slice(b);
+        for c in &out.chunks {
+            v.extend_from_slice(&c.bytes);
         }
         v.extend_from_slice(&out.buf);
         v
@@ -311,6 +363,28 @@ mod tests {
         }
         assert_eq!(written, all);
         assert_eq!(out.owned(), 0);
+    }
+
+    #[test]
+    fn a_big_reply_is_counted_whole_until_its_allocation_goes() {
+        let budget = Budget::new(1 << 30);
+        let mut out = Out::new(budget);
+        let len = 8 * MOVE_AT;
+        out.put_owned(vec![b'r'; len]);
+        assert_eq!(out.owned(), len);
+        // A slow reader takes 1 KiB at a time: the allocation is all still there.
+        for _ in 0..10 {
+            out.advance(1024);
+            assert_eq!(out.owned(), len, "counted by its allocation, not its rest");
+        }
+        // Nearly done: the tail is copied out and the allocation freed.
+        let rest = out.pending();
+        out.advance(rest - TAIL);
+        assert_eq!(out.owned(), TAIL);
+        assert_eq!(out.pending(), TAIL);
+        out.advance(TAIL);
+        assert_eq!(out.owned(), 0);
+        assert!(out.is_done());
     }
 
     #[test]
@@ -361,5 +435,6 @@ mod tests {
         assert!(b.is_done());
         assert_eq!(collect(&a), b"1234");
         assert_eq!(a.owned(), 3);
+        assert_eq!(b.owned(), 0);
     }
 }

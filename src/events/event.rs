@@ -52,6 +52,43 @@ struct Encoded {
     /// The same with `event_id` in the params, for resumable subscriptions.
     json_with_id: Option<Bytes>,
     msgpack_with_id: Option<Option<Bytes>>,
+    /// The subscription shape's `result` (`{"name", "params"}`), without and with
+    /// `event_id`: shared by every subscription in that shape, each adding its own id
+    /// and method around it ([`Notification`]).
+    json_result: [Option<Bytes>; 2],
+    msgpack_result: [Option<Option<Bytes>>; 2],
+}
+
+/// One notification as a session writes it: a few bytes of its own (`head`, `tail`)
+/// around bytes every subscriber shares (`body`, charged once).
+#[derive(Debug)]
+pub(crate) struct Notification {
+    pub head: Vec<u8>,
+    pub body: Bytes,
+    pub tail: &'static [u8],
+}
+
+impl Notification {
+    /// A notification every subscriber sends alike, whole.
+    fn whole(body: Bytes) -> Notification {
+        Notification {
+            head: Vec::new(),
+            body,
+            tail: b"",
+        }
+    }
+
+    /// Its length on the wire.
+    pub(crate) fn len(&self) -> usize {
+        self.head.len() + self.body.len() + self.tail.len()
+    }
+
+    /// Append it to `out`: its own bytes copied, the shared ones not.
+    pub(crate) fn put(self, out: &mut crate::conn::out::Out) {
+        out.extend_from_slice(&self.head);
+        out.put_shared(self.body);
+        out.extend_from_slice(self.tail);
+    }
 }
 
 impl PartialEq for Event {
@@ -158,35 +195,58 @@ impl Event {
     }
 
     /// The JSON-RPC notification for a subscription asking `how`: the shared encoding,
-    /// or one of its own in the subscription shape
-    /// (`{"method": M, "params": {"subscription": ID, "result": {"name", "params"}}}`).
-    pub(crate) fn json_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Bytes {
+    /// or, in the subscription shape
+    /// (`{"method": M, "params": {"subscription": ID, "result": {"name", "params"}}}`), a
+    /// few bytes of this subscription's own around the shared encoding of `result`: one
+    /// publish to 256 such subscribers encoded (and charged) the event 256 times, and a
+    /// 15 MiB event killed the server (issue 46).
+    pub(crate) fn json_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Notification {
         match &how.shape {
-            None => self.json(budget, how.resumable),
+            None => Notification::whole(self.json(budget, how.resumable)),
             Some((id, method)) => {
-                let mut body = Vec::with_capacity(self.encoded_guess());
-                let params = self.shaped_params(*id, how.resumable);
-                rpcmux_jsonrpc::write_notification(&mut body, method, &params);
-                crate::conn::out::shared(body, budget)
+                let mut head = Vec::with_capacity(64 + method.len());
+                head.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
+                // A string into a Vec: cannot fail.
+                let _ = serde_json::to_writer(&mut head, &**method);
+                head.extend_from_slice(br#","params":{"subscription":"#);
+                head.extend_from_slice(id.to_string().as_bytes());
+                head.extend_from_slice(br#","result":"#);
+                let body = self.json_result(budget, how.resumable);
+                Notification {
+                    head,
+                    body,
+                    tail: b"}}",
+                }
             }
         }
     }
 
-    /// [`Event::json_for`] in msgpack-rpc.
-    pub(crate) fn msgpack_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Option<Bytes> {
+    /// [`Event::json_for`] in msgpack-rpc: `[2, M, [{"subscription": ID, "result": R}]]`
+    /// around the shared encoding of `R`.
+    pub(crate) fn msgpack_for(&self, budget: &Arc<Budget>, how: &Delivery) -> Option<Notification> {
         match &how.shape {
-            None => self.msgpack(budget, how.resumable),
+            None => self.msgpack(budget, how.resumable).map(Notification::whole),
             Some((id, method)) => {
-                let mut body = bytes::BytesMut::with_capacity(self.encoded_guess());
-                let params = [self.shaped_params(*id, how.resumable)];
-                rpcmux_msgpack_rpc::encode_notification(&mut body, method, &params).ok()?;
-                Some(crate::conn::out::shared(body, budget))
+                let body = self.msgpack_result(budget, how.resumable)?;
+                let mut head = Vec::with_capacity(32 + method.len());
+                // fixarray(3), NOTIFICATION (2), the method, fixarray(1), fixmap(2).
+                head.extend_from_slice(&[0x93, 0x02]);
+                let _ = rmp::encode::write_str(&mut head, method);
+                head.extend_from_slice(&[0x91, 0x82]);
+                let _ = rmp::encode::write_str(&mut head, "subscription");
+                let _ = rmp::encode::write_uint(&mut head, *id);
+                let _ = rmp::encode::write_str(&mut head, "result");
+                Some(Notification {
+                    head,
+                    body,
+                    tail: b"",
+                })
             }
         }
     }
 
-    /// `{"subscription": id, "result": {"name": NAME, "params": PARAMS}}`.
-    fn shaped_params(&self, id: u64, with_id: bool) -> Value {
+    /// `{"name": NAME, "params": PARAMS}`, the subscription shape's `result`.
+    fn result_value(&self, with_id: bool) -> Value {
         let params = match with_id {
             true => self.params_with_id(),
             false => self.params.clone(),
@@ -194,10 +254,37 @@ impl Event {
         let mut result = rpcmux_value::Map::default();
         result.insert("name".into(), Value::String(self.name.clone()));
         result.insert("params".into(), params);
-        let mut m = rpcmux_value::Map::default();
-        m.insert("subscription".into(), Value::Int(id as i64));
-        m.insert("result".into(), Value::Struct(Box::new(result)));
-        Value::Struct(Box::new(m))
+        Value::Struct(Box::new(result))
+    }
+
+    /// The subscription shape's `result` in JSON, encoded once while outboxes hold it.
+    fn json_result(&self, budget: &Arc<Budget>, with_id: bool) -> Bytes {
+        let mut hold = self.hold();
+        hold.encoded.json_result[usize::from(with_id)]
+            .get_or_insert_with(|| {
+                let mut body = Vec::with_capacity(self.encoded_guess());
+                // A Value into a Vec: cannot fail (string keys only).
+                let _ = serde_json::to_writer(&mut body, &self.result_value(with_id));
+                crate::conn::out::shared(body, budget)
+            })
+            .clone()
+    }
+
+    /// The subscription shape's `result` in msgpack, encoded once while outboxes hold it.
+    fn msgpack_result(&self, budget: &Arc<Budget>, with_id: bool) -> Option<Bytes> {
+        let mut hold = self.hold();
+        hold.encoded.msgpack_result[usize::from(with_id)]
+            .get_or_insert_with(|| {
+                let mut body = Vec::with_capacity(self.encoded_guess());
+                match rpcmux_msgpack_rpc::write_value(&mut body, &self.result_value(with_id)) {
+                    Ok(()) => Some(crate::conn::out::shared(body, budget)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, event = %self.name, "event not encodable as msgpack");
+                        None
+                    }
+                }
+            })
+            .clone()
     }
 
     /// The msgpack-rpc notification for this event, encoded once (see [`Event::json`]);

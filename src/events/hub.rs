@@ -25,7 +25,7 @@
 use crate::codes::{ERR_OUTPUT_FULL, ERR_SINCE_TOO_OLD, ERR_TOO_MANY_SUBSCRIPTIONS};
 use crate::conn::budget::Budget;
 pub(crate) use crate::events::options::Options;
-use crate::events::outbox::{Delivery, Lost, Offer};
+use crate::events::outbox::{Delivery, Offer};
 use crate::events::retention::{self, Retention};
 use crate::events::{Event, EventId, Session, Since};
 use rpcmux_value::{Map, RpcError, Value};
@@ -235,91 +235,38 @@ impl EventHub {
         session: Session,
         options: Options,
     ) -> Result<u64, RpcError> {
-        self.subscribe_as(pattern, session, options, None)
+        self.subscribe_as(pattern, session, options)
     }
 
-    /// Answer a subscription with `since` now and make it once its reply is written
-    /// ([`Session::defer`]; the session's driver calls [`EventHub::make_pending`]), so
-    /// its retained events come after the reply that gives their subscription's id
-    /// (jsonrpsee drops notifications for an id it does not know yet). Its refusals (a
-    /// `since` the window no longer covers, an earlier replay still waiting, the cap)
-    /// come now.
-    pub(crate) fn subscribe_deferred(
+    /// Subscribe for a call (the `subscribe` verb): as [`EventHub::subscribe_with`], and
+    /// the session's outbox is held until the call's reply is written (the driver
+    /// releases it), so the subscription's events, replayed and live, come after the
+    /// reply that gives their subscription's id (jsonrpsee drops notifications for an
+    /// id it does not know yet; the delivery model's I3).
+    pub(crate) fn subscribe_call(
         &self,
         pattern: &str,
         session: Session,
         options: Options,
     ) -> Result<u64, RpcError> {
-        check_pattern(pattern)?;
-        let mut conns = self.write();
-        if let Some(since) = options.since {
-            if session.link.outbox.past_bounds() {
-                return Err(replay_waits());
-            }
-            let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-            order.window.covers(since).map_err(too_old)?;
-        }
-        let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
-            session: session.clone(),
-            patterns: Vec::new(),
-            next_id: 0,
-        });
-        // Answered subscriptions not made yet count against the cap, and a second
-        // replay waits for the first: each is queued whole, past the outbox's bounds.
-        let pending = session.pending_len();
-        if sub.patterns.len() + pending >= self.max_per_conn {
-            return Err(too_many(self.max_per_conn));
-        }
-        if pending > 0 {
-            return Err(replay_waits());
-        }
-        sub.next_id += 1;
-        let id = sub.next_id;
-        session.defer(crate::events::session::Pending {
-            id,
-            pattern: pattern.to_owned(),
-            options,
-        });
+        let outbox_holder = session.clone();
+        let id = self.subscribe_as(pattern, session, options)?;
+        outbox_holder.link.outbox.hold();
         Ok(id)
     }
 
-    /// Make the subscriptions `session` answered (see [`EventHub::subscribe_deferred`]):
-    /// the retained events after each one's `since`, then live ones. A `since` the window
-    /// lost between the answer and now replays from the oldest retained event.
-    pub(crate) fn make_pending(&self, session: &Session) {
-        for p in session.take_pending() {
-            let mut options = p.options;
-            if let Some(since) = options.since {
-                let covered = {
-                    let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
-                    order.window.covers(since).is_ok()
-                };
-                if !covered {
-                    tracing::warn!(conn = session.conn_id, "events: since left the window before its subscription was made; replaying from the oldest retained");
-                    options.since = Some(Since::Oldest);
-                }
-            }
-            let made = self.subscribe_as(&p.pattern, session.clone(), options, Some(p.id));
-            if let Err(e) = made {
-                tracing::warn!(conn = session.conn_id, error = %e, "events: an answered subscription could not be made");
-            }
-        }
-    }
-
-    /// Make a subscription (its id given, or the next), replaying `since` first.
+    /// Make a subscription (the connection's next id), replaying `since` first.
     fn subscribe_as(
         &self,
         pattern: &str,
         session: Session,
         options: Options,
-        given: Option<u64>,
     ) -> Result<u64, RpcError> {
         check_pattern(pattern)?;
         let mut conns = self.write();
-        if given.is_none()
-            && conns
-                .get(&session.conn_id)
-                .is_some_and(|sub| sub.patterns.len() >= self.max_per_conn)
+        if conns
+            .get(&session.conn_id)
+            .is_some_and(|sub| sub.patterns.len() >= self.max_per_conn)
         {
             return Err(too_many(self.max_per_conn));
         }
@@ -328,7 +275,7 @@ impl EventHub {
         let replay = match options.since {
             None => Vec::new(),
             // A replay is queued whole, past the outbox's bounds: one at a time.
-            Some(_) if given.is_none() && session.link.outbox.past_bounds() => {
+            Some(_) if session.link.outbox.past_bounds() => {
                 return Err(replay_waits());
             }
             Some(since) => {
@@ -342,13 +289,8 @@ impl EventHub {
             next_id: 0,
         });
         // Ids count per connection: one connection learns nothing of another's.
-        let id = match given {
-            Some(id) => id,
-            None => {
-                sub.next_id += 1;
-                sub.next_id
-            }
-        };
+        sub.next_id += 1;
+        let id = sub.next_id;
         let how = options.delivery(id);
         let mut n = 0;
         for event in replay {
@@ -483,12 +425,9 @@ impl EventHub {
                 match sub.session.link.outbox.offer(&event, how, budget_full) {
                     Offer::Queued => queued = true,
                     Offer::Full => {
-                        sub.session.link.outbox.lost(Lost {
-                            reason: "outbox overflow",
-                            first_lost: event.id(),
-                        });
+                        let notice = sub.session.link.outbox.lost("outbox overflow", event.id());
                         sub.session.link.kill.cancel();
-                        too_slow.push(*conn);
+                        too_slow.push((*conn, notice.first_lost));
                         queued = false;
                         break;
                     }
@@ -510,11 +449,11 @@ impl EventHub {
             self.dropped
                 .fetch_add(too_slow.len() as u64, Ordering::Relaxed);
             let mut conns = self.write();
-            for conn in too_slow {
+            for (conn, first_lost) in too_slow {
                 tracing::warn!(
                     conn,
                     event = name,
-                    first_lost = %event.id(),
+                    first_lost = %first_lost,
                     "event subscriber cannot keep up; told what it lost and dropped"
                 );
                 conns.remove(&conn);
@@ -533,7 +472,8 @@ mod tests {
     /// The next event queued, if any.
     fn next(rx: &mut OutboxRx) -> Option<Arc<Event>> {
         match rx.try_recv()? {
-            crate::events::outbox::Outgoing::Event(e, _) => Some(e),
+            crate::events::outbox::Outgoing::Event(e, _)
+            | crate::events::outbox::Outgoing::Replayed(e, _) => Some(e),
             crate::events::outbox::Outgoing::Lost(_) => None,
         }
     }
@@ -684,10 +624,11 @@ mod tests {
         hub.subscribe("*", slow).unwrap();
         hub.publish("|a", Map::default());
         hub.publish("|b", Map::default());
-        assert_eq!(next(&mut rx).unwrap().name, "|a");
+        // |a was never taken: it is dropped with the session, and the notice names it,
+        // the true first loss (naming |b, the one that did not fit, hid it).
         match rx.try_recv().unwrap() {
             crate::events::outbox::Outgoing::Lost(l) => {
-                assert_eq!(l.first_lost.seq, 2);
+                assert_eq!(l.first_lost.seq, 1);
                 assert_eq!(l.reason, "outbox overflow");
             }
             other => panic!("{other:?}"),
@@ -695,7 +636,7 @@ mod tests {
     }
 
     #[test]
-    fn a_since_subscription_is_made_after_its_answer_one_replay_at_a_time() {
+    fn a_call_subscription_holds_its_events_until_its_reply_is_written() {
         let hub = EventHub::default();
         hub.publish("|t|1", Map::default());
         let (a, mut rx) = session(1, 16);
@@ -705,31 +646,23 @@ mod tests {
             notify: None,
         };
         let id = hub
-            .subscribe_deferred("|t", a.clone(), since(Since::Oldest))
+            .subscribe_call("|t", a.clone(), since(Since::Oldest))
             .unwrap();
+        assert_eq!(rx.probe().claim(), 1, "the call took a hold");
+        hub.publish("|t|2", Map::default());
         assert!(
             next(&mut rx).is_none(),
-            "nothing queued before the answer is written"
+            "nothing taken before the reply is written"
         );
-        let e = hub
-            .subscribe_deferred("|t", a.clone(), since(Since::Oldest))
-            .unwrap_err();
-        assert_eq!(
-            e.code, ERR_OUTPUT_FULL,
-            "a second replay waits for the first"
-        );
-        hub.publish("|t|2", Map::default());
-        hub.make_pending(&a);
+        // A batch's unsubscribe after it finds it (it is made, not pending).
+        rx.release(1);
         let names: Vec<String> = std::iter::from_fn(|| next(&mut rx))
             .map(|e| e.name.clone())
             .collect();
         assert_eq!(names, ["|t|1", "|t|2"], "the window, then live, no gap");
         hub.publish("|t|3", Map::default());
         assert_eq!(next(&mut rx).unwrap().name, "|t|3");
-        assert!(
-            hub.unsubscribe(1, id),
-            "made under the id it was answered with"
-        );
+        assert!(hub.unsubscribe(1, id));
     }
 
     #[test]

@@ -82,12 +82,6 @@ impl Retention {
         Ok(self.events.range(start..).map(|(e, _)| e.clone()).collect())
     }
 
-    /// Is `since` covered by the window ([`Retention::after`] would answer it)? Nothing
-    /// is copied.
-    pub fn covers(&mut self, since: Since) -> Result<(), TooOld> {
-        self.start(since).map(|_| ())
-    }
-
     /// Where the events after `since` start in the window (see [`Retention::after`]).
     fn start(&mut self, since: Since) -> Result<usize, TooOld> {
         self.trim();

@@ -1,10 +1,8 @@
 //! A connection that can receive events, as the hub sees it.
 
 use crate::conn::Caller;
-use crate::events::options::Options;
 use crate::events::outbox::Outbox;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// A bidirectional connection (raw-TCP JSON-RPC, msgpack-rpc, STOMP) that can
@@ -26,20 +24,6 @@ pub(crate) struct SessionLink {
     /// Who is listening (`--auth`): an event reaches it only if its principal may see
     /// the event's name, whatever its subscriptions match.
     pub caller: Option<Arc<Caller>>,
-    /// Subscriptions with `since` answered but not yet made: they are made (and their
-    /// retained events queued) once the reply to `subscribe` is written, so a client
-    /// learns its subscription's id before the first of its events (jsonrpsee drops
-    /// notifications for an id it does not know yet).
-    pending: Mutex<Vec<Pending>>,
-    has_pending: AtomicBool,
-}
-
-/// A subscription answered and still to be made (see `SessionLink::pending`).
-#[derive(Debug)]
-pub(crate) struct Pending {
-    pub id: u64,
-    pub pattern: String,
-    pub options: Options,
 }
 
 impl Session {
@@ -55,38 +39,8 @@ impl Session {
                 outbox,
                 kill,
                 caller,
-                pending: Mutex::default(),
-                has_pending: AtomicBool::new(false),
             }),
         }
-    }
-
-    /// Make subscription `pending` once the reply that announces it is written.
-    pub(crate) fn defer(&self, pending: Pending) {
-        let mut p = self.link.pending.lock().unwrap_or_else(|e| e.into_inner());
-        p.push(pending);
-        self.link.has_pending.store(true, Ordering::Release);
-    }
-
-    /// Subscriptions answered and not made yet.
-    pub(crate) fn pending_len(&self) -> usize {
-        self.link
-            .pending
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .len()
-    }
-
-    /// The subscriptions answered since the last call (cheap when there are none).
-    pub(crate) fn take_pending(&self) -> Vec<Pending> {
-        // Read before the swap: the driver asks on every turn of its loop, and a plain
-        // load costs nothing where a swap is a locked instruction each time.
-        if !self.link.has_pending.load(Ordering::Relaxed)
-            || !self.link.has_pending.swap(false, Ordering::Acquire)
-        {
-            return Vec::new();
-        }
-        std::mem::take(&mut *self.link.pending.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// May this connection's caller see the event named `name`? (Always, without

@@ -10,7 +10,7 @@
 
 use crate::conn::budget::{Budget, Charge, Ticket, SMALL};
 use crate::conn::out::Out;
-use crate::events::outbox::{Delivery, OutboxRx, Outgoing};
+use crate::events::outbox::{Delivery, HoldProbe, OutboxRx, Outgoing};
 use crate::events::{Event, Lost};
 use bytes::BytesMut;
 use futures_util::future::{BoxFuture, FutureExt};
@@ -38,14 +38,21 @@ const PARKED_CALL: usize = 1536;
 /// with no task in `running`, no charge and no turn of the driver's `select!` per reply
 /// (a third of the per-call cost of pipelined small calls). Only calls that wait are
 /// pushed to `running`, which polls them again with the driver's waker.
+///
+/// Each outcome carries the holds its call took on the session's outbox (a `subscribe`:
+/// [`crate::events::outbox::Outbox::hold`]), claimed right after each poll of the call;
+/// the driver releases them once the reply is written, so a subscription's events never
+/// precede the reply that names it.
 pub(crate) struct Calls<D> {
     /// Made for the first call that waits (`FuturesUnordered` allocates two blocks as
     /// it is made, and most connections never have a call that waits), dropped again
     /// with the connection's buffers when it idles.
     running: Option<FuturesUnordered<Running<D>>>,
-    ready: VecDeque<D>,
+    ready: VecDeque<(D, usize)>,
     bytes: usize,
     budget: Arc<Budget>,
+    /// The session's holds, on a connection that can carry events.
+    holds: Option<HoldProbe>,
 }
 
 /// A call that did not finish when it started, holding its share of the budget.
@@ -53,14 +60,21 @@ struct Running<D> {
     call: BoxFuture<'static, D>,
     bytes: usize,
     _charge: Charge,
+    /// Holds this call took so far, and where to claim them.
+    holds: usize,
+    probe: Option<HoldProbe>,
 }
 
 impl<D> Future for Running<D> {
-    type Output = (D, usize);
+    type Output = (D, usize, usize);
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(D, usize)> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<(D, usize, usize)> {
         let bytes = self.bytes;
-        self.call.as_mut().poll(cx).map(|done| (done, bytes))
+        let polled = self.call.as_mut().poll(cx);
+        let took = self.probe.as_ref().map_or(0, HoldProbe::claim);
+        self.holds += took;
+        let holds = self.holds;
+        polled.map(|done| (done, bytes, holds))
     }
 }
 
@@ -71,7 +85,19 @@ impl<D: Send + 'static> Calls<D> {
             ready: VecDeque::new(),
             bytes: 0,
             budget,
+            holds: None,
         }
+    }
+
+    /// Attribute the session's outbox holds to the calls that take them.
+    pub(crate) fn with_holds(mut self, probe: HoldProbe) -> Self {
+        self.holds = Some(probe);
+        self
+    }
+
+    /// Holds taken since the last claim (by the call just run).
+    fn claim(&self) -> usize {
+        self.holds.as_ref().map_or(0, HoldProbe::claim)
     }
 
     /// Start a call decoded from `bytes` bytes of input.
@@ -80,25 +106,30 @@ impl<D: Send + 'static> Calls<D> {
         // Polled with a no-op waker: a call that is pending is polled again by
         // `running` (a pushed future is queued to run), which registers the real one.
         if let Some(done) = (&mut call).now_or_never() {
-            self.ready.push_back(done);
+            let holds = self.claim();
+            self.ready.push_back((done, holds));
             return;
         }
         // A call that waits holds its future, context and task slot whatever its size.
         let bytes = bytes.max(PARKED_CALL);
         self.bytes += bytes;
+        let holds = self.claim();
         self.running
             .get_or_insert_with(FuturesUnordered::new)
             .push(Running {
                 call,
                 bytes,
                 _charge: self.budget.charge(bytes),
+                holds,
+                probe: self.holds.clone(),
             });
     }
 
     /// A call that the framer found answered as it started (see [`Self::start`]): its
     /// outcome is replied to in this turn, like one that `start` found ready.
     pub(crate) fn finished(&mut self, done: D) {
-        self.ready.push_back(done);
+        let holds = self.claim();
+        self.ready.push_back((done, holds));
     }
 
     /// Calls started and not yet replied to, finished or not.
@@ -125,14 +156,21 @@ impl<D: Send + 'static> Calls<D> {
     }
 
     /// The outcome of a call that finished as it started, oldest first.
+    #[cfg(test)]
     pub(crate) fn take_ready(&mut self) -> Option<D> {
+        self.take_ready_holding().map(|(done, _)| done)
+    }
+
+    /// [`Self::take_ready`], with the outbox holds its call took.
+    fn take_ready_holding(&mut self) -> Option<(D, usize)> {
         self.ready.pop_front()
     }
 
-    async fn next(&mut self) -> Option<D> {
-        let (done, bytes) = self.running.as_mut()?.next().await?;
+    /// The next call that waited to finish, with the outbox holds it took.
+    async fn next(&mut self) -> Option<(D, usize)> {
+        let (done, bytes, holds) = self.running.as_mut()?.next().await?;
         self.bytes -= bytes;
-        Some(done)
+        Some((done, holds))
     }
 }
 
@@ -261,7 +299,7 @@ impl DriveOpts {
             max_in_flight_bytes: limits.max_in_flight_bytes,
             budget: shared.budget.clone(),
             out_budget: shared.out_budget.clone(),
-            max_out: MAX_OUT,
+            max_out: limits.max_conn_output.max(1),
             idle_timeout: limits.idle_timeout(),
             send_timeout: limits.send_timeout(),
             frame_timeout: limits.body_timeout(),
@@ -274,17 +312,6 @@ impl DriveOpts {
         }
     }
 }
-
-/// Events queued between the hub and one connection's driver; a full queue means the
-/// subscriber cannot keep up and the hub drops it. A reader that is merely slow is held
-/// back by the output cap first (`max_out`, then the socket); this queue fills while the
-/// connection's task waits to run, so it must outlast scheduling jitter: at 256, a
-/// worker thread preempted for a few milliseconds on a busy 2-core machine while others
-/// published 30k events/s got healthy subscribers dropped. The outbox's deque grows as
-/// it fills and shrinks once read (the events are shared, not copied), so the depth
-/// costs nothing until used. The outbox is bounded by bytes too
-/// (`events::outbox`).
-const EVENT_QUEUE: usize = 4096;
 
 /// Run a stream protocol on `io`: give the framer (built from the connection's call
 /// context, which can receive events) to the driver, and forget the connection's
@@ -310,7 +337,16 @@ where
     let input = BytesMut::from(&prefix[..]);
     // The sniff buffer behind `prefix` is not kept for the life of the connection.
     drop(prefix);
-    let (tx, rx) = crate::events::outbox::outbox(EVENT_QUEUE, shared.out_budget.clone());
+    // `[events] outbox` (4096 by default): the outbox fills while the connection's task
+    // waits to run, so it must outlast scheduling jitter (at 256, healthy subscribers of a
+    // busy 2-core machine publishing 30k events/s were dropped); its deque grows only as
+    // it fills, so the depth costs nothing until used.
+    let events = &shared.config.events;
+    let (tx, rx) = crate::events::outbox::bounded(
+        events.outbox,
+        events.outbox_bytes,
+        shared.out_budget.clone(),
+    );
     let kill = CancellationToken::new();
     let mut ctx = shared.call_context(&info, protocol);
     let caller = ctx.caller.clone();
@@ -355,7 +391,8 @@ const SMALL_READ_ROOM: usize = 2 * 1024;
 /// a small request whole; the rest of a larger one comes with the next read.
 const FIRST_READ: usize = 64;
 
-/// Unsent output past which the driver stops reading and stops taking events.
+/// Unsent output past which the driver stops reading and stops taking events, by
+/// default (`[limits] max_conn_output`); the framers stop starting work past it.
 pub(crate) const MAX_OUT: usize = 4 << 20;
 
 /// Write some of `out` (several pieces at once when it has shared chunks), or flush once
@@ -412,6 +449,31 @@ async fn read_some<R: AsyncRead + Unpin>(
     }
 }
 
+/// Reply to the calls that finished as they started, while the output has room; events
+/// a call published first, as for the others (see the driver); each reply releases the
+/// outbox holds its call took. True if any reply was written.
+fn put_ready<F: Framer>(
+    framer: &mut F,
+    calls: &mut Calls<F::Done>,
+    events: &mut OutboxRx,
+    out: &mut Out,
+    max_out: usize,
+) -> bool {
+    let mut any = false;
+    while out.pending() < max_out {
+        let Some((done, holds)) = calls.take_ready_holding() else {
+            break;
+        };
+        while let Some(o) = events.try_recv() {
+            put_outgoing(framer, o, out);
+        }
+        framer.reply(done, out);
+        events.release(holds);
+        any = true;
+    }
+    any
+}
+
 async fn next_event(rx: &mut OutboxRx) -> Option<Outgoing> {
     rx.recv().await
 }
@@ -419,7 +481,9 @@ async fn next_event(rx: &mut OutboxRx) -> Option<Outgoing> {
 /// Write what the outbox gave: an event, or the notice that events were lost.
 fn put_outgoing<F: Framer>(framer: &mut F, o: Outgoing, out: &mut Out) {
     match &o {
-        Outgoing::Event(event, how) => framer.event(event, how, out),
+        Outgoing::Event(event, how) | Outgoing::Replayed(event, how) => {
+            framer.event(event, how, out)
+        }
         Outgoing::Lost(notice) => framer.lost(notice, out),
     }
     o.written();
@@ -468,7 +532,7 @@ where
 {
     async move {
         let mut out = Out::new(opts.out_budget.clone());
-        let mut calls: Calls<F::Done> = Calls::new(opts.budget.clone());
+        let mut calls: Calls<F::Done> = Calls::new(opts.budget.clone()).with_holds(events.probe());
         // What this connection holds for itself: unsent output (output budget) and a
         // partial frame or message being read (input budget).
         let mut out_charge = opts.out_budget.charge(0);
@@ -515,10 +579,10 @@ where
         tokio::pin!(shutting_down);
 
         loop {
-            // Subscriptions answered in replies already in `out` are made now: their
-            // retained events follow the reply that gave their id.
-            if let Some(session) = &opts.session {
-                opts.events.0.make_pending(session);
+            // No call left: any hold not claimed by one (a framer that ran a verb outside
+            // `calls`) has had its reply written, whatever it was.
+            if calls.is_empty() {
+                events.release(calls.claim());
             }
             // Room for more calls: by count, by bytes held on this connection (one call may
             // always run, however large), and in the process-wide budget.
@@ -565,9 +629,11 @@ where
                     reading = false;
                 } else if !input.is_empty() && input.len() < before && out.pending() < opts.max_out
                 {
-                    // A message was taken and more input waits: go round again before reading
-                    // or writing (a call answered in place, straight into `out`, adds no
-                    // entry to `calls`), so one write carries the replies of all of it.
+                    // A message was taken and more input waits: its replies go into `out`
+                    // first (so what waits to be written is counted and bounded there, not
+                    // piled up in `calls`), then round again before reading or writing, so
+                    // one write carries the replies of all of it.
+                    put_ready(&mut framer, &mut calls, &mut events, &mut out, opts.max_out);
                     continue;
                 }
                 if input.is_empty() && input.capacity() > KEEP_EMPTY {
@@ -576,17 +642,10 @@ where
             }
             // Replies of the calls that finished as they started, while the output has
             // room; events a call published first, as for the others (below).
-            while out.pending() < opts.max_out {
-                let Some(done) = calls.take_ready() else {
-                    break;
-                };
-                while let Some(o) = events.try_recv() {
-                    put_outgoing(&mut framer, o, &mut out);
-                }
-                framer.reply(done, &mut out);
-                if calls.is_empty() {
-                    last_reply = tokio::time::Instant::now();
-                }
+            if put_ready(&mut framer, &mut calls, &mut events, &mut out, opts.max_out)
+                && calls.is_empty()
+            {
+                last_reply = tokio::time::Instant::now();
             }
             if !reading && calls.is_empty() && !finished {
                 finished = true;
@@ -670,9 +729,9 @@ where
                 biased;
                 _ = &mut killed => {
                     tracing::warn!(peer = %opts.peer, "dropped by the event hub (too slow); closing");
-                    // The events still queued are dropped (the client resumes from the last
-                    // one it got); the notice of what was lost is its last output.
-                    while let Some(o) = events.try_recv() {
+                    // The events still queued were dropped with the notice of what was lost
+                    // (its `first_lost` is the first of them): the notice is its last output.
+                    while let Some(o) = events.try_recv_any() {
                         if let Outgoing::Lost(notice) = &o {
                             framer.lost(notice, &mut out);
                         }
@@ -683,13 +742,14 @@ where
                 }
                 // A finished call's reply is taken only while the unsent output has room: a
                 // reply that does not fit waits in its call rather than piling up here.
-                Some(done) = calls.next(), if calls.waiting() && out.pending() < opts.max_out => {
+                Some((done, holds)) = calls.next(), if calls.waiting() && out.pending() < opts.max_out => {
                     // Events a call published reach its caller before its reply, as VDSM
                     // sends them (its client's tests depend on the order).
                     while let Some(o) = events.try_recv() {
                         put_outgoing(&mut framer, o, &mut out);
                     }
                     framer.reply(done, &mut out);
+                    events.release(holds);
                     if calls.is_empty() {
                         // Idle time counts from the last reply too, not only the last input.
                         last_reply = tokio::time::Instant::now();

@@ -105,7 +105,8 @@ impl Framer for JsonrpcTcp {
     }
 
     fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
-        out.put_shared(event.json_for(out.budget(), how));
+        let budget = out.budget().clone();
+        event.json_for(&budget, how).put(out);
         out.put_u8(b'\n');
     }
 

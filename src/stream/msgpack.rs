@@ -470,8 +470,9 @@ impl Framer for Msgpack {
     }
 
     fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
-        if let Some(bytes) = event.msgpack_for(out.budget(), how) {
-            out.put_shared(bytes);
+        let budget = out.budget().clone();
+        if let Some(n) = event.msgpack_for(&budget, how) {
+            n.put(out);
         }
     }
 

@@ -59,12 +59,10 @@ pub(super) fn register(t: &mut VerbTable) -> Result<(), RegisterError> {
                 since,
                 notify: p.notify.map(Into::into),
             };
-            // With since, the reply comes before the retained events (they are queued
-            // once it is written), so a client knows the id they come under.
-            match options.since {
-                Some(_) => ctx.events.subscribe_deferred(&p.pattern, session, options),
-                None => ctx.events.subscribe_with(&p.pattern, session, options),
-            }
+            // Made now (the replay and live events queued with no gap between them), and
+            // held back until this reply is written, so a client knows the id they come
+            // under (the delivery model's I3).
+            ctx.events.subscribe_call(&p.pattern, session, options)
         })?;
     t.verb("unsubscribe")
         .help("Cancel a subscription this connection made with subscribe; false if it has none by that id.")

@@ -65,9 +65,10 @@ impl Messages for JsonWs {
     }
 
     fn event(&mut self, event: &Event, how: &Delivery, out: &mut Out) {
-        let body = event.json_for(out.budget(), how);
-        frames::put_header(out, frames::TEXT, body.len(), None);
-        out.put_shared(body);
+        let budget = out.budget().clone();
+        let n = event.json_for(&budget, how);
+        frames::put_header(out, frames::TEXT, n.len(), None);
+        n.put(out);
     }
 
     fn lost(&mut self, notice: &Lost, out: &mut Out) {

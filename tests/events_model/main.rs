@@ -1,0 +1,112 @@
+//! The event path checked against its delivery model (docs/events.md, "The delivery
+//! model"), under generated fault schedules, with real servers.
+//!
+//! - `model.rs`: the model as a check over recorded histories (and the checker's own
+//!   tests: each rule broken on purpose is found).
+//! - `wire.rs`: hand-written clients of every protocol that carries events, so the
+//!   checker sees exactly what was written and in which order.
+//! - `schedule.rs`: schedules generated from a seed (publishers; clients on every
+//!   protocol and shape, cut, paused into overflow, slowed, unsubscribing, resuming),
+//!   run and recorded.
+//!
+//! CI runs a fixed set of seeds (`ci_seeds_*`, a few seconds each). The campaign runs on
+//! demand:
+//!
+//! ```sh
+//! RPCMUX_MODEL_SCHEDULES=1000 RPCMUX_MODEL_SEED=1 \
+//!   cargo nextest run --release --test events_model campaign --run-ignored only --no-capture
+//! ```
+//!
+//! It prints each failing seed with its violations (rerun one with
+//! `RPCMUX_MODEL_SCHEDULES=1 RPCMUX_MODEL_SEED=<seed>`), and the figures for
+//! docs/events.md.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod model;
+mod schedule;
+mod wire;
+
+use schedule::Schedule;
+
+/// Events per CI schedule (the campaign's default too).
+const EVENTS: usize = 240;
+
+/// Run the schedule of `seed` on a fresh server; its violations.
+fn run_seed(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded) {
+    let s = Schedule::generate(seed, events);
+    let args = s.server_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = common::Server::start(&args);
+    let recorded = schedule::run(&s, server.addr);
+    let bad = schedule::check(&recorded);
+    drop(server);
+    (bad, recorded)
+}
+
+fn assert_seeds(seeds: std::ops::RangeInclusive<u64>) {
+    let mut failed = Vec::new();
+    for seed in seeds {
+        let (bad, r) = run_seed(seed, EVENTS);
+        eprintln!(
+            "seed {seed}: {} events, {} connections, {} events.lost, {} violation(s)",
+            r.truth.len(),
+            r.connections,
+            r.lost_notices,
+            bad.len()
+        );
+        if !bad.is_empty() {
+            failed.push(format!("seed {seed}:\n  {}", bad.join("\n  ")));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+#[test]
+fn ci_seeds_1_to_4() {
+    assert_seeds(1..=4);
+}
+
+#[test]
+fn ci_seeds_5_to_8() {
+    assert_seeds(5..=8);
+}
+
+/// The on-demand campaign (see the module doc): `RPCMUX_MODEL_SCHEDULES` schedules from
+/// seed `RPCMUX_MODEL_SEED`, `RPCMUX_MODEL_EVENTS` events each.
+#[test]
+#[ignore = "a campaign: run on demand (see the module doc)"]
+fn campaign() {
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let n = env("RPCMUX_MODEL_SCHEDULES", 100);
+    let first = env("RPCMUX_MODEL_SEED", 1);
+    let events = env("RPCMUX_MODEL_EVENTS", EVENTS as u64) as usize;
+    let start = std::time::Instant::now();
+    let (mut failed, mut total_events, mut conns, mut lost) = (Vec::new(), 0, 0, 0);
+    for seed in first..first + n {
+        let (bad, r) = run_seed(seed, events);
+        total_events += r.truth.len();
+        conns += r.connections;
+        lost += r.lost_notices;
+        if !bad.is_empty() {
+            eprintln!(
+                "seed {seed}: {} violation(s)\n  {}",
+                bad.len(),
+                bad.join("\n  ")
+            );
+            failed.push(seed);
+        }
+    }
+    eprintln!(
+        "campaign: {n} schedules from seed {first} in {:.0} s: {total_events} events, {conns} connections, {lost} events.lost notices; {} failing seed(s) {failed:?}",
+        start.elapsed().as_secs_f64(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "failing seeds: {failed:?}");
+}

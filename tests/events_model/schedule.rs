@@ -1,0 +1,516 @@
+//! Fault schedules: generated from a seed, run against a real server, recorded as
+//! histories for [`crate::model`].
+//!
+//! A schedule is a few publishers (raw-TCP JSON-RPC, each publishing its events one after
+//! another, some padded so that a paused reader overflows quickly) and a few clients,
+//! each on a protocol and shape drawn from every one that carries events, with a pattern
+//! and a plan: connections one after another, each ended by a fault (a cut, a pause long
+//! enough to overflow its outbox, an `unsubscribe`, a slow reader), the next resuming
+//! with `since` the last id it handled, as `rpcmux watch` does; a first `subscribe` may
+//! come pipelined with a matching publish of its own (I3). When the publishers are done,
+//! the truth is read (`since "0"`), and each client's last connection reads until it has
+//! every event it may get.
+//!
+//! Same seed, same schedule: the plan is drawn up front; only the interleaving the
+//! machine produces differs between runs, which is what the checker is for.
+
+use crate::model::{self, show, Client, Conn, Ev, Id, Obs, Publish};
+use crate::wire::{Msg, Proto, Wire};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// How a connection of a client ends (before its last one).
+#[derive(Debug, Clone, Copy)]
+pub enum Fault {
+    /// Close the socket after reading this many events.
+    Cut(usize),
+    /// After this many events, stop reading until the publishers are done (the outbox
+    /// overflows when what they publish meanwhile passes what the kernel, the
+    /// connection's output and the outbox hold: then `events.lost` and a resume).
+    Pause(usize),
+    /// After this many events, read slowly (a few ms per event) until the next fault.
+    Slow(usize),
+    /// After this many events, `unsubscribe`, read on for a while, then close.
+    Unsubscribe(usize),
+}
+
+/// One client's plan.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub proto: Proto,
+    pub pattern: String,
+    /// The first subscription resumes from "0" instead of starting live.
+    pub from_zero: bool,
+    /// The first `subscribe` comes in one write with a publish of a matching event.
+    pub pipelined_publish: bool,
+    /// The faults ending each connection but the last, in order.
+    pub faults: Vec<Fault>,
+}
+
+/// A whole schedule.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    /// Each publisher's events: (name, pad bytes).
+    pub publishers: Vec<Vec<(String, usize)>>,
+    pub clients: Vec<Plan>,
+    /// `--events-outbox`.
+    pub outbox: usize,
+    /// How long each publisher waits between its publishes: the events of a schedule
+    /// come over a second or two, so that pauses and cuts fall among them.
+    pub pace: Duration,
+}
+
+const PATTERNS: [&str; 5] = ["*", "|m", "|m|a", "|m|b", "|m|a|0"];
+
+impl Schedule {
+    /// The schedule of `seed`, sized by `events` (about how many events in all).
+    pub fn generate(seed: u64, events: usize) -> Schedule {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let n_pub = rng.usize(1..=3);
+        let big = rng.u8(0..3) > 0;
+        let publishers = (0..n_pub)
+            .map(|p| {
+                (0..events / n_pub)
+                    .map(|_| {
+                        let topic = if rng.bool() { "a" } else { "b" };
+                        // Big events make a paused reader overflow within a schedule: the
+                        // kernel buffers up to 4 MiB for a socket whose peer reads nothing.
+                        let pad = match (big, rng.u8(0..10)) {
+                            (true, 0..=5) => rng.usize(32 * 1024..96 * 1024),
+                            _ => rng.usize(0..2048),
+                        };
+                        (format!("|m|{topic}|{p}"), pad)
+                    })
+                    .collect()
+            })
+            .collect();
+        let clients = (0..rng.usize(2..=5))
+            .map(|_| {
+                let proto = Proto::ALL[rng.usize(..Proto::ALL.len())];
+                let pattern = match proto {
+                    Proto::Stomp => "*",
+                    _ => PATTERNS[rng.usize(..PATTERNS.len())],
+                };
+                let faults = (0..rng.usize(0..=3))
+                    .map(|_| {
+                        let after = rng.usize(0..events / 3 + 1);
+                        match rng.u8(0..5) {
+                            0 => Fault::Cut(after),
+                            1 | 2 => Fault::Pause(after / 4),
+                            3 => Fault::Slow(after),
+                            _ => Fault::Unsubscribe(after),
+                        }
+                    })
+                    .collect();
+                Plan {
+                    proto,
+                    pattern: pattern.to_owned(),
+                    from_zero: rng.u8(0..4) == 0,
+                    pipelined_publish: proto != Proto::Stomp && rng.bool(),
+                    faults,
+                }
+            })
+            .collect();
+        let pace = Duration::from_micros(rng.u64(0..6000) * n_pub as u64);
+        Schedule {
+            publishers,
+            clients,
+            outbox: [16, 64, 4096][rng.usize(0..3)],
+            pace,
+        }
+    }
+
+    /// The server's flags for this schedule.
+    pub fn server_args(&self) -> Vec<String> {
+        vec![
+            "--events-outbox".into(),
+            self.outbox.to_string(),
+            // Nothing leaves the window while a schedule runs: the truth is all of it.
+            "--events-retain-bytes".into(),
+            (1u64 << 30).to_string(),
+            // A reader that stops backs up into its outbox after 64 KiB, not 4 MiB.
+            "--max-conn-output".into(),
+            "65536".into(),
+        ]
+    }
+}
+
+/// What a run recorded.
+pub struct Recorded {
+    pub truth: Vec<Ev>,
+    pub publishers: Vec<Vec<Publish>>,
+    pub clients: Vec<Client>,
+    /// Faults that happened (for the campaign's figures): overflows, cuts, resumes.
+    pub lost_notices: usize,
+    pub connections: usize,
+}
+
+/// What every client's last connection waits for: the truth, once read.
+type Shared = Arc<OnceLock<Vec<Ev>>>;
+
+/// Run `s` against the server at `addr`.
+pub fn run(s: &Schedule, addr: SocketAddr) -> Recorded {
+    let truth: Shared = Arc::default();
+    let published = Arc::new(Mutex::new(Vec::<Vec<Publish>>::new()));
+    let clients: Vec<_> = s
+        .clients
+        .iter()
+        .enumerate()
+        .map(|(k, plan)| {
+            let (plan, truth, published) = (plan.clone(), truth.clone(), published.clone());
+            std::thread::spawn(move || client(k, &plan, addr, &truth, &published))
+        })
+        .collect();
+    // Publishers start once the clients had a moment to subscribe (not required: a
+    // live subscription may start anywhere; this only makes schedules interesting).
+    std::thread::sleep(Duration::from_millis(50));
+    let pubs: Vec<_> = s
+        .publishers
+        .iter()
+        .enumerate()
+        .map(|(p, events)| {
+            let (events, pace) = (events.clone(), s.pace);
+            std::thread::spawn(move || publisher(p, &events, pace, addr))
+        })
+        .collect();
+    let mut all: Vec<Vec<Publish>> = pubs
+        .into_iter()
+        .map(|h| h.join().expect("publisher"))
+        .collect();
+    // Give the clients' own pipelined publishes a moment to be acknowledged too.
+    std::thread::sleep(Duration::from_millis(100));
+    all.extend(published.lock().unwrap().drain(..));
+    let finals: Vec<String> = all
+        .iter()
+        .filter_map(|p| p.iter().rev().find(|x| x.acked))
+        .map(|p| p.tag.clone())
+        .collect();
+    let t = read_truth(addr, &finals);
+    truth.set(t.clone()).expect("set once");
+    let clients: Vec<Client> = clients
+        .into_iter()
+        .map(|h| h.join().expect("client"))
+        .collect();
+    let lost_notices = clients
+        .iter()
+        .flat_map(|c| &c.conns)
+        .flat_map(|c| &c.obs)
+        .filter(|o| matches!(o, Obs::Lost { .. }))
+        .count();
+    let connections = clients.iter().map(|c| c.conns.len()).sum();
+    all.extend(published.lock().unwrap().drain(..));
+    Recorded {
+        truth: t,
+        publishers: all,
+        clients,
+        lost_notices,
+        connections,
+    }
+}
+
+/// Publish `events` one after another, each once its previous one is acknowledged.
+fn publisher(
+    p: usize,
+    events: &[(String, usize)],
+    pace: Duration,
+    addr: SocketAddr,
+) -> Vec<Publish> {
+    let mut w = Wire::connect(Proto::JsonTcp { notify: false }, addr).expect("publisher connects");
+    let mut done = Vec::new();
+    for (n, (name, pad)) in events.iter().enumerate() {
+        let tag = format!("{p}-{n}");
+        let sent = Instant::now();
+        let id = w.publish(name, &tag, *pad).expect("publish");
+        let acked = loop {
+            match w.next(Duration::from_secs(20)) {
+                Ok(Some(Msg::Reply { id: got, result })) if got == id => break result.is_ok(),
+                Ok(Some(_)) => {}
+                Ok(None) | Err(()) => break false,
+            }
+        };
+        done.push(Publish { tag, sent, acked });
+        std::thread::sleep(pace);
+    }
+    done
+}
+
+/// The window, in the instance's order, read with `since "0"` until every publisher's
+/// last acknowledged event has come.
+fn read_truth(addr: SocketAddr, finals: &[String]) -> Vec<Ev> {
+    let mut w = Wire::connect(Proto::JsonTcp { notify: false }, addr).expect("truth connects");
+    w.subscribe("*", Some("0")).expect("subscribe");
+    let mut truth = Vec::new();
+    let mut left: Vec<&String> = finals.iter().collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !left.is_empty() && Instant::now() < deadline {
+        match w.next(Duration::from_secs(1)) {
+            Ok(Some(Msg::Event { id, name, tag, .. })) => {
+                left.retain(|t| **t != tag);
+                truth.push(Ev { id, name, tag });
+            }
+            Ok(Some(Msg::Reply {
+                result: Err(code), ..
+            })) => panic!("truth refused: {code}"),
+            Ok(_) => {}
+            Err(()) => panic!("truth connection closed"),
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "the window lacks the last events of {left:?}"
+    );
+    truth
+}
+
+/// One client: its connections one after another, per its plan.
+fn client(
+    k: usize,
+    plan: &Plan,
+    addr: SocketAddr,
+    truth: &Shared,
+    published: &Mutex<Vec<Vec<Publish>>>,
+) -> Client {
+    let mut conns = Vec::new();
+    let mut last: Option<Id> = None;
+    let mut own = Vec::new();
+    let mut faults = plan.faults.iter();
+    let mut first = true;
+    loop {
+        let fault = faults.next().copied();
+        let since = match (first, last) {
+            (true, _) if plan.from_zero => Some(None),
+            (true, _) => None,
+            (false, Some(id)) => Some(Some(id)),
+            (false, None) => Some(None),
+        };
+        let pipelined = first && plan.pipelined_publish;
+        first = false;
+        let to_the_end = fault.is_none();
+        let mut conn = Conn {
+            proto: plan.proto.name(),
+            since,
+            obs: Vec::new(),
+            to_the_end,
+        };
+        let ended_by = connection(
+            plan,
+            addr,
+            fault,
+            &mut conn,
+            &mut last,
+            truth,
+            pipelined.then(|| (k, &mut own)),
+        );
+        conns.push(conn);
+        // A connection that lost events (overflow), or one whose last read the truth
+        // was not over, goes round again (resuming); the plan's faults come first.
+        match (ended_by, fault) {
+            (End::Done, None) => break,
+            (End::Gave, _) => break,
+            _ if conns.len() > plan.faults.len() + 8 => break,
+            _ => {}
+        }
+    }
+    published.lock().unwrap().push(own);
+    Client {
+        name: format!("client {k} ({} {})", plan.proto.name(), plan.pattern),
+        pattern: plan.pattern.clone(),
+        conns,
+    }
+}
+
+/// How a connection ended.
+enum End {
+    /// Its fault ended it, or the server closed it: the client resumes.
+    Again,
+    /// It read every event (the last connection).
+    Done,
+    /// It could not connect, or waited too long: the client stops (a liveness failure
+    /// shows in the check).
+    Gave,
+}
+
+/// One connection of a client, recorded into `conn`.
+#[allow(clippy::too_many_arguments)]
+fn connection(
+    plan: &Plan,
+    addr: SocketAddr,
+    fault: Option<Fault>,
+    conn: &mut Conn,
+    last: &mut Option<Id>,
+    truth: &Shared,
+    pipelined: Option<(usize, &mut Vec<Publish>)>,
+) -> End {
+    let Ok(mut w) = Wire::connect_with(plan.proto, addr, Some(8 * 1024)) else {
+        return End::Gave;
+    };
+    let since = conn.since.map(|s| s.map_or("0".to_owned(), show));
+    let Ok(sub_req) = w.subscribe(&plan.pattern, since.as_deref()) else {
+        return End::Again;
+    };
+    let mut publish_req = None;
+    let mut own = None;
+    if let Some((k, mine)) = pipelined {
+        // The first name the pattern matches, published in the same breath.
+        let name = ["|m|a|0", "|m|b|0"]
+            .into_iter()
+            .find(|n| model::matches(&plan.pattern, n))
+            .unwrap_or("|m|a|0");
+        let tag = format!("c{k}-0");
+        mine.push(Publish {
+            tag: tag.clone(),
+            sent: Instant::now(),
+            acked: false,
+        });
+        publish_req = w.publish(name, &tag, 0).ok();
+        own = Some(mine);
+    }
+    let mut sub_id = None;
+    let mut events = 0usize;
+    let mut slow = false;
+    let mut unsub_req = None;
+    let mut fault = fault;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if Instant::now() > deadline {
+            w.cut();
+            return End::Gave;
+        }
+        // The last connection is done once it has every event it may get.
+        if conn.to_the_end {
+            if let Some(t) = truth.get() {
+                let want = t
+                    .iter()
+                    .rev()
+                    .find(|e| model::matches(&plan.pattern, &e.name))
+                    .map(|e| e.id);
+                if want.is_none() || want == *last {
+                    w.cut();
+                    return End::Done;
+                }
+            }
+        } else if truth.get().is_some() && unsub_req.is_none() && fault.is_some() && !slow {
+            // The publishers are done before this fault came: on to the last connection.
+            w.cut();
+            return End::Again;
+        }
+        match fault {
+            Some(Fault::Cut(n)) if events >= n => {
+                w.cut();
+                return End::Again;
+            }
+            Some(Fault::Pause(n)) if events >= n => {
+                let until = Instant::now() + Duration::from_secs(30);
+                while truth.get().is_none() && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                fault = None;
+            }
+            Some(Fault::Slow(n)) if events >= n => slow = true,
+            Some(Fault::Unsubscribe(n)) if events >= n && unsub_req.is_none() => {
+                if let Some(s) = sub_id {
+                    unsub_req = w.unsubscribe(s).ok();
+                }
+            }
+            _ => {}
+        }
+        let msg = match w.next(Duration::from_millis(100)) {
+            Ok(Some(m)) => m,
+            Ok(None) => {
+                if !conn.to_the_end && unsub_req.is_none() && truth.get().is_some() {
+                    // Its fault has passed (a pause, a slow read) and what it had to
+                    // read has come: on to the last connection.
+                    w.cut();
+                    return End::Again;
+                }
+                if unsub_req.is_some()
+                    && conn
+                        .obs
+                        .iter()
+                        .any(|o| matches!(o, Obs::Unsubscribed { .. }))
+                {
+                    // Read on a while after the unsubscribe reply (I7), then close.
+                    if unsub_linger_done(conn) {
+                        w.cut();
+                        return End::Again;
+                    }
+                }
+                continue;
+            }
+            Err(()) => return End::Again,
+        };
+        match msg {
+            Msg::Reply { id, result } if id == sub_req => {
+                let r = match (plan.proto, result) {
+                    (Proto::Stomp, Ok(_)) => Ok(sub_req),
+                    (_, Ok(v)) => Ok(v.as_u64().unwrap_or(0)),
+                    (_, Err(code)) => Err(code),
+                };
+                sub_id = r.ok();
+                conn.obs.push(Obs::Subscribed(r));
+                if r.is_err() {
+                    return End::Again;
+                }
+            }
+            Msg::StompError {
+                receipt: Some(id),
+                code,
+            } if id == sub_req => {
+                conn.obs.push(Obs::Subscribed(Err(code)));
+                return End::Again;
+            }
+            Msg::Reply { id, result } if Some(id) == unsub_req => {
+                let ok = match plan.proto {
+                    Proto::Stomp => result.is_ok(),
+                    _ => result.is_ok_and(|v| v == serde_json::Value::Bool(true)),
+                };
+                conn.obs.push(Obs::Unsubscribed {
+                    ok,
+                    at: Instant::now(),
+                });
+            }
+            Msg::Reply { id, result } if Some(id) == publish_req => {
+                if let Some(p) = own.as_mut().and_then(|o| o.last_mut()) {
+                    p.acked = result.is_ok();
+                }
+            }
+            Msg::Reply { .. } | Msg::StompError { .. } => {}
+            Msg::Event { id, name, sub, .. } => {
+                conn.obs.push(Obs::Event { id, name, sub });
+                if last.is_none_or(|l| id.1 > l.1 || id.0 != l.0) {
+                    *last = Some(id);
+                }
+                events += 1;
+                if slow {
+                    std::thread::sleep(Duration::from_millis(3));
+                }
+            }
+            Msg::Lost { first_lost } => {
+                conn.obs.push(Obs::Lost { first_lost });
+            }
+        }
+    }
+}
+
+/// Has the connection read on long enough after its unsubscribe reply?
+fn unsub_linger_done(conn: &Conn) -> bool {
+    conn.obs.iter().rev().find_map(|o| match o {
+        Obs::Unsubscribed { at, .. } => Some(at.elapsed() > Duration::from_millis(200)),
+        _ => None,
+    }) == Some(true)
+}
+
+/// Check a run: the truth against the publishers, every client against the truth.
+pub fn check(r: &Recorded) -> Vec<String> {
+    let mut bad = model::check_truth(&r.truth, &r.publishers);
+    let sent: HashMap<String, Instant> = r
+        .publishers
+        .iter()
+        .flatten()
+        .map(|p| (p.tag.clone(), p.sent))
+        .collect();
+    bad.extend(model::check_clients(&r.truth, &r.clients, &sent));
+    bad
+}
