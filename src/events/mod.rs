@@ -12,6 +12,35 @@
 //! Transports only ever see the hub: a backend feeds the hub what other instances
 //! published, so adding one (NATS, a STOMP broker) touches none of them
 //! (docs/fleet.md, "Adding a backend").
+//!
+//! # The delivery model: what a client may rely on
+//!
+//! One statement for the whole event path (docs/events.md, "The delivery model", says
+//! it for users; `tests/events_model` checks recorded histories against it under
+//! generated fault schedules). An event has an id `(origin, seq)`; a *session* is one
+//! connection or WebSocket session that subscribed.
+//!
+//! - **I1 ids**: unique across a fleet; per origin, `seq` increases in publish order and
+//!   is never reused (`id`).
+//! - **I2 order**: on one connection, one origin's events arrive in increasing `seq`,
+//!   replayed and live alike (`hub`: a delivery and a subscription never overlap).
+//! - **I3 reply first**: no event of a subscription is written before the reply that
+//!   made it (`outbox`'s holds; STOMP: its RECEIPT, written before the replay).
+//! - **I4 no silent gap**: on a connection, from the first event a subscription got,
+//!   every matching event the instance delivered after it is written, unless an
+//!   `events.lost` notice comes, whose `first_lost` is the first event *not* written
+//!   (`outbox::Outbox::lost`).
+//! - **I5 resume**: `subscribe(since = X)`, X the last id the client handled, gives every
+//!   retained matching event after X, in order, then live ones, with no gap or duplicate
+//!   at the seam; or error -32007 saying why, and nothing subscribed.
+//! - **I6 acknowledged publishes**: a publish whose reply was sent is in the window and
+//!   queued to the other instances; a loss (a full fan-out queue, shutdown) is counted
+//!   and logged, never silent (`fanout`).
+//! - **I7 unsubscribe**: after the `unsubscribe` reply, no event published after it is
+//!   delivered for that subscription.
+//! - **M1 memory**: what an event or a reply holds is charged to the output budget while
+//!   it is held (one encoding per event and shape, whatever the subscribers; a reply's
+//!   allocation until it is freed: `conn::out`).
 
 // Without a backend compiled in (the lean library), nothing drives the engine-neutral
 // half: it is kept building so a backend feature only adds its engine.

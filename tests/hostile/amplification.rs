@@ -543,6 +543,27 @@ fn an_8_mib_event_to_256_subscribers_is_encoded_once_and_shared() {
 /// not 256.
 #[test]
 fn a_15_mib_event_to_256_subscribers_that_never_read_is_held_once() {
+    fifteen_mib_to_256_non_readers(subscribe_line);
+}
+
+/// The same in the subscription shape jsonrpsee's clients ask for (`notify`): each
+/// subscription's notification is a few bytes of its own around the one shared encoding
+/// of the event. Encoded per subscription, this one publish killed the server (memory
+/// allocation failed, under the 4 GiB limit: issue 46).
+#[test]
+fn a_15_mib_event_to_256_notify_subscribers_that_never_read_is_held_once() {
+    fifteen_mib_to_256_non_readers(|id| {
+        let mut v = jsonrpc(
+            "subscribe",
+            r#"{"pattern":"*","notify":"subscription"}"#,
+            &id.to_string(),
+        );
+        v.push(b'\n');
+        v
+    });
+}
+
+fn fifteen_mib_to_256_non_readers(subscribe_line: impl Fn(usize) -> Vec<u8>) {
     let mut srv = Server::start_limited(&[]);
     let addr = srv.addr;
     let mut subs: Vec<std::net::TcpStream> = Vec::new();

@@ -222,3 +222,94 @@ impl StompSub {
         }
     }
 }
+
+/// Reply first (I3), in the two cases found broken (issue 46): a `subscribe` in the
+/// subscription shape pipelined in one write with a matching publish gets its reply
+/// before the event (jsonrpsee drops a notification for an id it does not know yet);
+/// and a batch `[subscribe since "0", unsubscribe 1]` finds the subscription made (it
+/// answered false and subscribed anyway), with no event for it after the batch reply.
+#[test]
+fn the_subscribe_reply_comes_before_its_events_pipelined_or_batched() {
+    let srv = Server::start(&[]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    publish(&mut publisher, 1);
+    for round in 0..10 {
+        let mut c = Lines::connect(srv.addr).unwrap();
+        let both = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":{{\"pattern\":\"|resume\",\"notify\":\"sub\"}},\"id\":\"s\"}}\n\
+             {{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|resume|{round}\",\"params\":{{\"n\":{round}}}}},\"id\":\"p\"}}\n"
+        );
+        c.send(both.as_bytes()).unwrap();
+        let first = c.json(KIB).expect("an answer");
+        assert_eq!(
+            first["id"], "s",
+            "round {round}: the subscribe reply first, got {first}"
+        );
+        let sub = first["result"].as_u64().expect("a subscription id");
+        // Then the event (under the id the reply gave) and the publish reply, in the
+        // order the server's rule for a call's own events gives: the event first.
+        let event = c.json(KIB).expect("the event");
+        assert_eq!(event["method"], "sub", "{event}");
+        assert_eq!(event["params"]["subscription"], sub, "{event}");
+        assert_eq!(event["params"]["result"]["params"]["n"], round, "{event}");
+        let reply = c.json(KIB).expect("the publish reply");
+        assert_eq!(reply["id"], "p", "{reply}");
+    }
+    let mut c = Lines::connect(srv.addr).unwrap();
+    c.send(
+        b"[{\"jsonrpc\":\"2.0\",\"method\":\"subscribe\",\"params\":{\"pattern\":\"|resume\",\"since\":\"0\"},\"id\":1},\
+          {\"jsonrpc\":\"2.0\",\"method\":\"unsubscribe\",\"params\":[1],\"id\":2}]\n",
+    )
+    .unwrap();
+    let batch = c.json(KIB).expect("the batch reply, before any event");
+    let replies = batch
+        .as_array()
+        .unwrap_or_else(|| panic!("a batch reply first: {batch}"));
+    assert_eq!(replies[0]["result"], 1, "{batch}");
+    assert_eq!(
+        replies[1]["result"], true,
+        "the batch's unsubscribe finds it: {batch}"
+    );
+    // The replay queued before the unsubscribe may still come; nothing published after.
+    publish(&mut publisher, 99);
+    c.send(b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":\"after\"}\n")
+        .unwrap();
+    loop {
+        let v = c.json(KIB).expect("ping answered");
+        if v["id"] == "after" {
+            break;
+        }
+        assert_ne!(
+            v["params"]["n"], 99,
+            "an event published after the unsubscribe: {v}"
+        );
+    }
+}
+
+/// A resume bigger than the outbox (I5): 3,000 retained events, an outbox of 64, a
+/// client that resumes from "0" and reads while live events arrive. The replay is
+/// counted apart from live events, so the first live event no longer drops the
+/// subscriber (it did: `events.lost` after 7,269 of 30,000 in issue 46's run).
+#[test]
+fn a_resume_bigger_than_the_outbox_survives_live_events() {
+    let srv = Server::start(&["--events-outbox", "64"]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    for n in 1..=3000 {
+        publish(&mut publisher, n);
+    }
+    let mut sub = Sub::connect(srv.addr);
+    let r = subscribe(&mut sub, r#"{"pattern":"|resume","since":"0"}"#);
+    assert!(r["result"].is_u64(), "{r}");
+    // Live events while the replay is still unread.
+    for n in 3001..=3020 {
+        publish(&mut publisher, n);
+    }
+    for want in 1..=3020 {
+        let v = match sub.early.pop_front() {
+            Some(v) => v,
+            None => sub.c.json(KIB).expect("an event"),
+        };
+        assert_ne!(v["method"], "events.lost", "dropped at {want}: {v}");
+        assert_eq!(v["params"]["n"], want, "{v}");
+    }
+}
