@@ -484,3 +484,90 @@ fn half_sent_frames_are_bounded_by_the_input_budget() {
 /// and one oldest frame past it, ~56 MiB) and the idle server (~60 MiB in debug). The
 /// unfixed server held 15 MiB per connection: 535 MiB more.
 const HALF_SENT_PEAK_MIB: u64 = 192;
+
+/// Clients that ask for a big reply and then read it slowly (a few bytes now and then)
+/// hold its whole allocation until the last byte leaves: the reply's charge must follow
+/// that allocation, not the bytes still unsent (issue 46: 200 such clients of 8 MiB
+/// replies held 1,963 MB against a budget showing 191 MiB, and every new big reply was
+/// still admitted). With a 64 MiB output budget and 6 MiB replies, of which the kernel
+/// takes about 4 MiB each, a charge by the unsent bytes admits about 32 replies past
+/// the budget; a charge by the allocation about 64 / 6, plus one per worker thread
+/// admitted just before the budget was spent.
+#[test]
+fn slow_readers_of_big_replies_are_charged_what_their_replies_hold() {
+    let mut srv =
+        Server::start_limited(&["--max-total-output", "67108864", "--send-timeout", "120"]);
+    let addr = srv.addr;
+    let baseline = srv.rss_mib();
+    let request = std::sync::Arc::new(non_reader_request("msgpack"));
+    let clients: Vec<_> = (0..6)
+        .map(|w| {
+            let request = request.clone();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for _ in (w..60).step_by(6) {
+                    let Ok(mut s) = dial_small_rcvbuf(addr) else {
+                        continue;
+                    };
+                    use std::io::Write;
+                    let _ = s.write_all(&request);
+                    held.push(s);
+                }
+                held
+            })
+        })
+        .collect();
+    let mut held: Vec<std::net::TcpStream> = clients
+        .into_iter()
+        .flat_map(|w| join(w, "client"))
+        .collect();
+    assert!(held.len() >= 54, "{} connected", held.len());
+    std::thread::sleep(Duration::from_secs(4));
+    // Each reads its first bytes: a msgpack-rpc response `[1, msgid, error, result]`
+    // whose error is nil (0xc0) was admitted; a -32006 error was refused.
+    let (mut admitted, mut refused) = (0, 0);
+    for _round in 0..3 {
+        for s in &mut held {
+            use std::io::Read;
+            s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+            let mut head = [0u8; 1024];
+            let _ = s.read(&mut head);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for s in &mut held {
+        use std::io::Read;
+        s.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut b = [0u8; 1];
+        // The first 3 KiB were read above; what comes now is the rest of a big reply
+        // (admitted) or nothing (a small error reply, all read).
+        match s.read(&mut b) {
+            Ok(1) => admitted += 1,
+            _ => refused += 1,
+        }
+    }
+    let output = metric_value(
+        &metrics_text(addr),
+        "rpcmux_budget_used_bytes{budget=\"output\"}",
+    );
+    let rss = srv.rss_mib();
+    eprintln!(
+        "slow readers: {admitted} big replies admitted, {refused} refused; output charged {} MiB; RSS {baseline} -> {rss} MiB",
+        output / MIB as u64
+    );
+    assert!(
+        refused > 0,
+        "every big reply admitted: the budget did not hold"
+    );
+    assert!(
+        admitted <= 64 / 6 + 6 + 2,
+        "{admitted} replies of 6 MiB admitted against a 64 MiB budget: charged by unsent bytes, not by what they hold"
+    );
+    assert!(
+        output >= (admitted as u64 - 2) * 6 * MIB as u64 * 9 / 10,
+        "{admitted} replies held, only {output} bytes charged"
+    );
+    drop(held);
+    assert_alive(&mut srv, "after the slow readers left");
+}
