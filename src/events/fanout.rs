@@ -374,9 +374,8 @@ impl Task {
     async fn connect<B: Backend>(
         &mut self,
         backend: &mut B,
-    ) -> Option<
-        Result<Result<(B::Publisher, B::Incoming), BoxError>, tokio::time::error::Elapsed>,
-    > {
+    ) -> Option<Result<Result<(B::Publisher, B::Incoming), BoxError>, tokio::time::error::Elapsed>>
+    {
         let stats = self.stats.clone();
         let connect = tokio::time::timeout(CONNECT_TIMEOUT, backend.connect(&stats));
         tokio::pin!(connect);
@@ -612,9 +611,7 @@ impl Task {
             );
             return;
         }
-        self.stats
-            .unflushed
-            .fetch_add(gap.count, Ordering::Relaxed);
+        self.stats.unflushed.fetch_add(gap.count, Ordering::Relaxed);
         tracing::warn!(
             unflushed = gap.count,
             ids = gap.ids(),

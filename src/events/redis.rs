@@ -179,7 +179,8 @@ impl History {
         let Some(id) = entry_id(id) else {
             return false;
         };
-        self.catch_up.is_some_and(|end| id <= end && id <= self.start)
+        self.catch_up
+            .is_some_and(|end| id <= end && id <= self.start)
     }
 }
 
