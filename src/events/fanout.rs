@@ -969,4 +969,108 @@ mod tests {
         assert_eq!(count(&task.stats.not_sent), 2);
         assert_eq!(count(&task.stats.waiting), 3);
     }
+
+    #[test]
+    fn a_resend_stays_within_the_caps_and_names_what_it_drops() {
+        let hub = Arc::new(EventHub::default());
+        let config = EventsConfig {
+            queue: 4,
+            queue_bytes: 1 << 20,
+            ..EventsConfig::default()
+        };
+        let mut task = Task::new(&hub, &config, flush::pair().1);
+        for n in 1..=4 {
+            task.keep(out(n));
+        }
+        task.waiting.push_back(out(5));
+        task.waiting.push_back(out(6));
+        // 4 kept + 2 waiting > queue (4): the two oldest kept are not re-sent.
+        assert_eq!(task.resend_all(), (2, 2));
+        let order: Vec<u8> = task.waiting.items.iter().map(|o| o.bytes[0]).collect();
+        assert_eq!(order, [3, 4, 5, 6]);
+        assert_eq!(count(&task.stats.not_resent), 2);
+        assert!(task.waiting.len() <= config.queue);
+    }
+
+    /// A publisher whose first answer is lost, then takes everything.
+    struct LosesFirst(bool);
+
+    impl Publisher for LosesFirst {
+        fn fresh(&self) -> bool {
+            false
+        }
+
+        async fn publish(&mut self, batch: &[Msg<'_>]) -> Result<Vec<String>, BoxError> {
+            if std::mem::replace(&mut self.0, false) {
+                return Err("answer lost".into());
+            }
+            Ok((0..batch.len()).map(|n| format!("1-{n}")).collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn an_event_sent_after_a_failed_try_counts_as_sent_once_and_resent() {
+        let hub = Arc::new(EventHub::default());
+        let mut task = Task::new(&hub, &EventsConfig::default(), flush::pair().1);
+        hub.publish("|t", Map::default());
+        let mut batch = Vec::new();
+        task.rx.recv_many(&mut batch, 8).await;
+        task.take(&mut batch);
+        let mut publisher = LosesFirst(true);
+        assert!(task.send(&mut publisher).await.is_err());
+        task.send(&mut publisher).await.unwrap();
+        assert_eq!(
+            count(&task.stats.sent),
+            1,
+            "the event reached the engine once"
+        );
+        assert_eq!(count(&task.stats.resent), 1, "on its second try");
+        assert_eq!(task.sent.items[0].first.as_deref(), Some("1-0"));
+    }
+
+    /// An engine that never answers a connect.
+    struct Unreachable;
+
+    impl Backend for Unreachable {
+        type Publisher = LosesFirst;
+        type Incoming = Never;
+
+        fn describe(&self) -> String {
+            "nowhere".into()
+        }
+
+        async fn connect(&mut self, _: &Arc<Stats>) -> Result<(LosesFirst, Never), BoxError> {
+            std::future::pending().await
+        }
+    }
+
+    struct Never;
+
+    impl Incoming for Never {
+        async fn next(&mut self) -> Option<Received> {
+            std::future::pending().await
+        }
+    }
+
+    #[tokio::test]
+    async fn events_queued_while_connecting_are_taken_and_a_flush_that_cannot_send_counts_them() {
+        let hub = Arc::new(EventHub::default());
+        let config = EventsConfig {
+            queue: 10_000,
+            ..EventsConfig::default()
+        };
+        let flush = spawn(&hub, &config, Unreachable);
+        tokio::task::yield_now().await;
+        // More than the hand-off queue holds, while the task waits on a connect.
+        for _ in 0..HANDOFF + 100 {
+            hub.publish("|t", Map::default());
+            tokio::task::yield_now().await;
+        }
+        let stats = hub.fanout_stats().unwrap();
+        assert_eq!(count(&stats.not_sent), 0, "the hand-off queue was drained");
+        flush.run(Duration::from_millis(100)).await;
+        let stats = hub.fanout_stats().unwrap();
+        assert_eq!(count(&stats.unflushed), HANDOFF as u64 + 100);
+        assert_eq!(count(&stats.waiting), 0);
+    }
 }

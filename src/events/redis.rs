@@ -675,4 +675,54 @@ mod tests {
         assert_eq!(entries(resp3), want);
         assert!(entries(Value::Nil).is_empty());
     }
+
+    #[test]
+    fn a_stream_is_judged_by_the_entries_it_still_has() {
+        let info = |max_deleted: Option<EntryId>, added| StreamInfo {
+            length: 10,
+            last: "9-0".into(),
+            added,
+            max_deleted,
+        };
+        // Persistence or a replica with it: found.
+        assert_eq!(judge((5, 0), true, None, 0), Verdict::Kept);
+        // Trimmed past it, the stream otherwise whole.
+        assert_eq!(
+            judge((5, 0), false, Some(&info(Some((6, 0)), 100)), 100),
+            Verdict::Kept
+        );
+        // Gone: no stream, or a new one (nothing deleted, fewer entries added).
+        assert_eq!(judge((5, 0), false, None, 100), Verdict::Lost);
+        assert_eq!(
+            judge((5, 0), false, Some(&info(None, 3)), 100),
+            Verdict::Lost
+        );
+        assert_eq!(
+            judge((5, 0), false, Some(&info(Some((9, 0)), 3)), 100),
+            Verdict::Lost
+        );
+    }
+
+    #[test]
+    fn history_is_what_the_fleet_had_before_this_process_read() {
+        let live = History {
+            start: (100, 5),
+            catch_up: None,
+        };
+        assert!(
+            live.judge("200-0", Some("100-5")),
+            "a copy of an older entry"
+        );
+        assert!(!live.judge("200-0", Some("100-6")), "a copy of a newer one");
+        assert!(!live.judge("50-0", None), "an original, read on");
+        let again = History {
+            start: (100, 5),
+            catch_up: Some((300, 0)),
+        };
+        assert!(again.judge("50-0", None), "older than this process");
+        assert!(!again.judge("150-0", None));
+        assert!(!again.judge("400-0", None), "added after the catch-up");
+        assert_eq!(entry_id("7"), Some((7, 0)));
+        assert_eq!(entry_id("x-1"), None);
+    }
 }
