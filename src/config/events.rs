@@ -22,7 +22,7 @@ pub struct EventsConfig {
     /// send again: past it, as past `queue`.
     pub queue_bytes: usize,
     /// Seconds of this instance's recent events kept to send again when the engine
-    /// comes back empty (a Redis restarted without persistence), so an event it took
+    /// comes back without them (a Redis restarted without persistence), so an event it took
     /// but no other instance read yet is not lost.
     #[serde(deserialize_with = "crate::config::limits::seconds")]
     pub resend_window: f64,

@@ -17,9 +17,20 @@ pub(crate) struct Stats {
     /// Events published here that will not reach the engine: the queue to it full
     /// (`queue`, `queue_bytes`: a long outage), or too big.
     pub not_sent: AtomicU64,
-    /// Events sent again: to an engine that came back empty (from the resend window),
-    /// or after a send whose answer was lost.
+    /// Events sent again: to an engine that lost them (from the resend window), or
+    /// after a send whose answer was lost. An event sent after a failed try counts as
+    /// sent (once) and as resent.
     pub resent: AtomicU64,
+    /// Events the engine lost that were not sent again: more than fit in `queue` /
+    /// `queue_bytes` with those waiting (logged with their ids).
+    pub not_resent: AtomicU64,
+    /// Events published here and acknowledged, still unsent when the fan-out stopped
+    /// at shutdown (the engine unreachable or slow until the deadline; logged with
+    /// their ids).
+    pub unflushed: AtomicU64,
+    /// Copies of other instances' events sent again to an engine that lost them, which
+    /// it had taken before this instance began reading: skipped, as history.
+    pub history: AtomicU64,
     /// Events from other instances delivered here.
     pub received: AtomicU64,
     /// Events from other instances received again and skipped (already delivered).
@@ -53,12 +64,22 @@ impl Forward {
     pub fn send(&self, event: Arc<Event>) {
         if let Err(e) = self.tx.try_send(event) {
             self.stats.not_sent.fetch_add(1, Ordering::Relaxed);
-            if let (TrySendError::Full(ev), Some(more)) = (e, self.full.allow()) {
-                tracing::warn!(
+            let Some(more) = self.full.allow() else {
+                return;
+            };
+            match e {
+                TrySendError::Full(ev) => tracing::warn!(
                     event = ev.name,
                     more,
                     "events: fan-out queue full ([events] queue); event delivered locally only"
-                );
+                ),
+                // Published after the fan-out flushed at shutdown.
+                TrySendError::Closed(ev) => tracing::warn!(
+                    event = ev.name,
+                    id = %ev.id(),
+                    more,
+                    "events: published after the fan-out stopped (shutting down); event delivered locally only"
+                ),
             }
         }
     }

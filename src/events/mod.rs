@@ -6,6 +6,7 @@
 //! - [`fanout`]: what any cross-instance backend needs, whatever engine carries it: the
 //!   bounded outgoing queue, the instance id, capped backoff, the counters, and the
 //!   [`Backend`](fanout::Backend) trait one engine implements.
+//! - [`flush`]: stopping the fan-out at shutdown after the calls, sending what waits.
 //! - [`wire`]: the envelope an event travels in between instances.
 //! - `redis`: a Redis stream as a backend (feature `events-redis`).
 //!
@@ -47,6 +48,8 @@
 mod event;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod fanout;
+#[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
+pub(crate) mod flush;
 pub(crate) mod forward;
 mod hub;
 mod id;
@@ -68,20 +71,19 @@ pub(crate) use retention::Bounds as RetentionBounds;
 pub use session::Session;
 
 use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
 
-/// Start the backend `config.url` names, forwarding `hub`'s events through it until
-/// `stop` is cancelled. No URL: the hub stays in-process and nothing starts. An unknown
+/// Start the backend `config.url` names, forwarding `hub`'s events through it until the
+/// returned handle flushes it at shutdown (after the calls in flight: see [`flush`]) or
+/// is dropped. No URL: the hub stays in-process and nothing starts. An unknown
 /// scheme, or one this build lacks the feature for, is an error (the server does not
 /// start); an engine that cannot be reached is not: it is retried in the background
 /// while events are delivered locally.
 pub(crate) fn start(
     hub: &Arc<EventHub>,
     config: &crate::config::EventsConfig,
-    stop: CancellationToken,
-) -> std::io::Result<()> {
+) -> std::io::Result<Option<flush::Flush>> {
     let Some(url) = config.url.as_deref() else {
-        return Ok(());
+        return Ok(None);
     };
     let invalid = |msg: String| std::io::Error::new(std::io::ErrorKind::InvalidInput, msg);
     let scheme = url.split_once("://").map_or("", |(s, _)| s);
@@ -92,12 +94,11 @@ pub(crate) fn start(
                 let backend =
                     redis::RedisBackend::new(url, &config.channel, config.max_len, hub.instance())
                         .map_err(|e| invalid(format!("[events] url {url:?}: {e}")))?;
-                fanout::spawn(hub, config, backend, stop);
-                Ok(())
+                Ok(Some(fanout::spawn(hub, config, backend)))
             }
             #[cfg(not(feature = "events-redis"))]
             {
-                let _ = (hub, stop);
+                let _ = hub;
                 Err(invalid(
                     "[events] url is redis:// but rpcmux was built without the `events-redis` feature"
                         .into(),

@@ -283,7 +283,7 @@ impl Metrics {
         );
         r.register(
             "events_fanout",
-            "Events across instances ([events] url): sent to the engine, resent (to an engine that came back empty, or after a lost answer), not_sent (queue full during an outage, too big), received from other instances, duplicate (received again, skipped), refused (not a valid envelope), missed (gaps in another instance's sequence)",
+            "Events across instances ([events] url): sent to the engine, resent (to an engine that lost them, or after a lost answer), not_sent (queue full during an outage, too big), not_resent (lost by the engine, past the queue caps), unflushed (unsent when the fan-out stopped at shutdown), history (another instance's copy re-sent to an engine that lost it, from before this instance read it: skipped), received from other instances, duplicate (received again, skipped), refused (not a valid envelope), missed (gaps in another instance's sequence)",
             m.fanout.clone(),
         );
         r.register(
@@ -407,6 +407,9 @@ impl Metrics {
                 ("sent", &f.sent),
                 ("resent", &f.resent),
                 ("not_sent", &f.not_sent),
+                ("not_resent", &f.not_resent),
+                ("unflushed", &f.unflushed),
+                ("history", &f.history),
                 ("received", &f.received),
                 ("duplicate", &f.duplicate),
                 ("refused", &f.refused),

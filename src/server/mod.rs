@@ -30,6 +30,8 @@ pub struct Server {
     /// `[ops] metrics_listen`: `/metrics` alone, off the RPC port.
     metrics_listener: Option<TcpListener>,
     shared: Arc<Shared>,
+    /// The fan-out to other instances (`[events] url`), stopped last at shutdown.
+    fanout: Option<crate::events::flush::Flush>,
 }
 
 impl Server {
@@ -139,7 +141,7 @@ impl Server {
         let shutdown = CancellationToken::new();
         // Before listening: a URL this build cannot serve stops the start; an engine
         // that is down does not (it is retried in the background).
-        crate::events::start(&events, &config.events, shutdown.clone())?;
+        let fanout = crate::events::start(&events, &config.events)?;
         let shared = Arc::new(Shared {
             conns: Arc::new(Semaphore::new(config.limits.max_connections)),
             sniffing: Arc::new(Semaphore::new(config.limits.max_sniffing)),
@@ -172,6 +174,7 @@ impl Server {
             listeners,
             metrics_listener,
             shared,
+            fanout,
         })
     }
 
@@ -245,7 +248,11 @@ impl Server {
 
     /// Serve until `signal` completes; then answer `GET /ready` with 503, keep
     /// accepting for `[ops] drain_delay`, stop accepting, let calls in flight finish
-    /// (up to the shutdown timeout), and return.
+    /// (up to the shutdown timeout), send the events they published to the other
+    /// instances (what is left of the timeout, `FLUSH_MIN` at least), and return.
+    /// The order is what makes an acknowledged publish reach the fleet (or be counted
+    /// and logged as a gap): its event is queued for the fan-out when its call replies,
+    /// so the fan-out stops after the calls, not with the listeners.
     pub async fn run(self, signal: impl Future<Output = ()>) {
         let tracker = TaskTracker::new();
         for l in self.listeners {
@@ -275,6 +282,7 @@ impl Server {
         tracing::info!("shutting down: no new connections, finishing calls in flight");
         self.shared.shutdown.cancel();
         tracker.close();
+        let stopping = tokio::time::Instant::now();
         let deadline = self.shared.config.limits.shutdown_timeout();
         if tokio::time::timeout(deadline, tracker.wait())
             .await
@@ -294,8 +302,19 @@ impl Server {
                 tracing::warn!("connections still open after cancelling their calls; closing");
             }
         }
+        if let Some(fanout) = self.fanout {
+            let left = deadline.saturating_sub(stopping.elapsed());
+            fanout.run(left.clamp(FLUSH_MIN, FLUSH_MAX)).await;
+        }
     }
 }
+
+/// The least time the fan-out gets to send what the calls published, even when they
+/// used the whole shutdown deadline.
+const FLUSH_MIN: std::time::Duration = std::time::Duration::from_secs(2);
+/// The most: with no shutdown deadline (`shutdown_timeout = 0`), an unreachable engine
+/// does not keep the process from exiting.
+const FLUSH_MAX: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How long connections get, once their calls are cancelled at the shutdown deadline,
 /// to write the error replies.
