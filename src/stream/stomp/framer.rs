@@ -15,8 +15,9 @@ mod rpc;
 enum Deliver {
     /// Every one: an event.
     Every,
-    /// The first made: a reply.
-    First,
+    /// One: a reply, to the most specific covering subscription, the first made among
+    /// those on that destination (`Subscriptions::reply_target`).
+    Reply,
 }
 
 use crate::conn::out::Out;
