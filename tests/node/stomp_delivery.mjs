@@ -47,13 +47,15 @@ function until(cond, what) {
     const t = setInterval(() => {
       if (cond()) {
         clearInterval(t);
+        clearTimeout(late);
         resolve();
       }
     }, 20);
-    setTimeout(() => {
+    const late = setTimeout(() => {
       clearInterval(t);
       fail(what + "; got " + JSON.stringify(got));
-    }, 8000).unref();
+    }, 8000);
+    late.unref();
   });
 }
 
