@@ -47,6 +47,14 @@ struct Subscriber {
     next_id: u64,
 }
 
+/// A session leaving the table, by whatever path (closed, dropped as too slow), gives
+/// its subscriptions back to its connection's and address's counts (`conn_subs`).
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.session.give_subs(self.patterns.len());
+    }
+}
+
 /// Publish/subscribe for server events.
 pub struct EventHub {
     conns: RwLock<HashMap<u64, Subscriber>>,
@@ -273,6 +281,7 @@ impl EventHub {
         if pending > 0 {
             return Err(replay_waits());
         }
+        session.take_sub()?;
         sub.next_id += 1;
         let id = sub.next_id;
         session.defer(crate::events::session::Pending {
@@ -301,6 +310,7 @@ impl EventHub {
             }
             let made = self.subscribe_as(&p.pattern, session.clone(), options, Some(p.id));
             if let Err(e) = made {
+                session.give_subs(1);
                 tracing::warn!(conn = session.conn_id, error = %e, "events: an answered subscription could not be made");
             }
         }
@@ -336,6 +346,11 @@ impl EventHub {
                 order.window.after(since).map_err(too_old)?
             }
         };
+        // Counted against the connection's and address's caps (an answered one was
+        // counted when answered).
+        if given.is_none() {
+            session.take_sub()?;
+        }
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session,
             patterns: Vec::new(),
@@ -372,6 +387,9 @@ impl EventHub {
         let before = sub.patterns.len();
         sub.patterns.retain(|(i, _, _)| *i != id);
         let removed = sub.patterns.len() != before;
+        if removed {
+            sub.session.give_subs(1);
+        }
         if sub.patterns.is_empty() {
             conns.remove(&conn_id);
         }

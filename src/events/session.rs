@@ -1,6 +1,7 @@
 //! A connection that can receive events, as the hub sees it.
 
 use crate::conn::Caller;
+use crate::events::conn_subs::ConnSubs;
 use crate::events::options::Options;
 use crate::events::outbox::Outbox;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -32,6 +33,17 @@ pub(crate) struct SessionLink {
     /// notifications for an id it does not know yet).
     pending: Mutex<Vec<Pending>>,
     has_pending: AtomicBool,
+    /// The count of subscriptions of the connection this session rides on (shared by
+    /// the WebSocket sessions of one HTTP/2 connection) and of its client address.
+    conn: Arc<ConnSubs>,
+}
+
+/// Answered subscriptions never made (the session ended first) give their count back.
+impl Drop for SessionLink {
+    fn drop(&mut self) {
+        let pending = self.pending.get_mut().unwrap_or_else(|e| e.into_inner());
+        self.conn.give(pending.len());
+    }
 }
 
 /// A subscription answered and still to be made (see `SessionLink::pending`).
@@ -43,11 +55,25 @@ pub(crate) struct Pending {
 }
 
 impl Session {
+    /// A session counting its subscriptions on its own (a hub used alone, in tests).
+    #[cfg(test)]
     pub(crate) fn new(
         conn_id: u64,
         outbox: Outbox,
         kill: CancellationToken,
         caller: Option<Arc<Caller>>,
+    ) -> Self {
+        Self::on_connection(conn_id, outbox, kill, caller, ConnSubs::unbounded())
+    }
+
+    /// A session whose subscriptions also count against `conn`, its connection's and
+    /// its client address's caps ([`ConnSubs`]).
+    pub(crate) fn on_connection(
+        conn_id: u64,
+        outbox: Outbox,
+        kill: CancellationToken,
+        caller: Option<Arc<Caller>>,
+        conn: Arc<ConnSubs>,
     ) -> Self {
         Session {
             conn_id,
@@ -57,6 +83,7 @@ impl Session {
                 caller,
                 pending: Mutex::default(),
                 has_pending: AtomicBool::new(false),
+                conn,
             }),
         }
     }
@@ -87,6 +114,17 @@ impl Session {
             return Vec::new();
         }
         std::mem::take(&mut *self.link.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Count one subscription more against the connection's and the address's caps
+    /// (-32002 naming the cap past either).
+    pub(crate) fn take_sub(&self) -> Result<(), rpcmux_value::RpcError> {
+        self.link.conn.take()
+    }
+
+    /// Give back `n` subscriptions that left the hub.
+    pub(crate) fn give_subs(&self, n: usize) {
+        self.link.conn.give(n);
     }
 
     /// May this connection's caller see the event named `name`? (Always, without
