@@ -47,16 +47,13 @@ impl std::fmt::Debug for ConnSubs {
 }
 
 impl ConnSubs {
-    /// The count for a new connection from `peer`, with the configured caps.
-    pub(crate) fn for_connection(shared: &crate::shared::Shared, peer: &Peer) -> Arc<ConnSubs> {
-        let per_ip = shared
-            .per_ip
-            .counts_subs()
-            .then(|| (shared.per_ip.clone(), *peer));
+    /// The count for a new connection from `peer`: at most `max` (0: no cap), and
+    /// charged to `per_ip` when it caps subscriptions per address.
+    pub(crate) fn for_connection(per_ip: &Arc<PerIp>, max: usize, peer: &Peer) -> Arc<ConnSubs> {
         Arc::new(ConnSubs {
             held: AtomicUsize::new(0),
-            max: shared.config.limits.max_connection_subscriptions,
-            per_ip,
+            max,
+            per_ip: per_ip.counts_subs().then(|| (per_ip.clone(), *peer)),
         })
     }
 

@@ -69,7 +69,9 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
     let replies = Watch::new();
     // One subscription count for every session of this connection.
     info.subs = Some(crate::events::conn_subs::ConnSubs::for_connection(
-        &shared, &info.peer,
+        &shared.per_ip,
+        limits.max_connection_subscriptions,
+        &info.peer,
     ));
     let slots = Slots::new(limits.max_sessions_per_connection);
     // Requests being answered and WebSocket sessions (low bits), and every request ever

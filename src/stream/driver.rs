@@ -318,10 +318,13 @@ where
     // many WebSocket sessions) and its own caller (`Shared::call_context`).
     // Its subscriptions count against its connection's cap (shared by the sessions of
     // an HTTP/2 connection) and its address's (`events::conn_subs`).
-    let conn_subs = info
-        .subs
-        .clone()
-        .unwrap_or_else(|| crate::events::conn_subs::ConnSubs::for_connection(&shared, &info.peer));
+    let conn_subs = info.subs.clone().unwrap_or_else(|| {
+        crate::events::conn_subs::ConnSubs::for_connection(
+            &shared.per_ip,
+            shared.config.limits.max_connection_subscriptions,
+            &info.peer,
+        )
+    });
     ctx.session = Some(crate::events::Session::on_connection(
         info.session,
         tx,
