@@ -94,6 +94,15 @@ pub struct ServeArgs {
     /// Event subscriptions per connection at most.
     #[arg(long, help_heading = LIMITS)]
     max_subscriptions: Option<usize>,
+    /// WebSocket sessions one HTTP/2 connection may carry at once (0: streams cap only).
+    #[arg(long, help_heading = LIMITS)]
+    max_sessions_per_connection: Option<usize>,
+    /// Event subscriptions per connection, all its sessions together (0: no cap).
+    #[arg(long, help_heading = LIMITS)]
+    max_connection_subscriptions: Option<usize>,
+    /// Event subscriptions per client address, all its connections together (0: no cap).
+    #[arg(long, help_heading = LIMITS)]
+    max_subscriptions_per_ip: Option<usize>,
     /// Bytes of replies and events queued for clients in the whole process; past it
     /// big replies become error -32006 until clients read.
     #[arg(long, value_name = "BYTES", help_heading = LIMITS)]
@@ -293,6 +302,18 @@ pub fn help_defaults() -> Vec<(&'static str, String)> {
         ("body_timeout", l.body_timeout.to_string()),
         ("min_body_rate", bytes(l.min_body_rate)),
         ("max_subscriptions", l.max_subscriptions.to_string()),
+        (
+            "max_sessions_per_connection",
+            l.max_sessions_per_connection.to_string(),
+        ),
+        (
+            "max_connection_subscriptions",
+            l.max_connection_subscriptions.to_string(),
+        ),
+        (
+            "max_subscriptions_per_ip",
+            l.max_subscriptions_per_ip.to_string(),
+        ),
         ("max_total_output", bytes(l.max_total_output)),
         ("max_conn_output", bytes(l.max_conn_output)),
         ("send_timeout", l.send_timeout.to_string()),
@@ -435,6 +456,9 @@ impl ServeArgs {
             body_timeout,
             min_body_rate,
             max_subscriptions,
+            max_sessions_per_connection,
+            max_connection_subscriptions,
+            max_subscriptions_per_ip,
             max_total_output,
             max_conn_output,
             send_timeout,

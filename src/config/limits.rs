@@ -49,8 +49,19 @@ pub struct Limits {
     pub body_timeout: f64,
     /// Bytes per second an HTTP body must average once `body_timeout` has passed.
     pub min_body_rate: usize,
-    /// Event subscriptions (`subscribe`) per connection.
+    /// Event subscriptions (`subscribe`) per session: a connection, or one WebSocket
+    /// session of an HTTP/2 connection.
     pub max_subscriptions: usize,
+    /// WebSocket sessions (RFC 8441 extended CONNECT streams) one HTTP/2 connection may
+    /// carry at once; past it the CONNECT is answered 429 before any upgrade (0 = only
+    /// the streams cap, `max_in_flight`).
+    pub max_sessions_per_connection: usize,
+    /// Event subscriptions of one connection, all its sessions together (-32002 past
+    /// it; 0 = no cap).
+    pub max_connection_subscriptions: usize,
+    /// Event subscriptions of all the connections of one client address (IPv6: per
+    /// /64; a Unix socket: per uid) (-32002 past it; 0 = no cap).
+    pub max_subscriptions_per_ip: usize,
     /// Bytes queued for clients in the whole process, replies and events not yet
     /// written (an event shared by many subscribers counts once). Past it a connection
     /// with output waiting is not read, and a reply over 64 KiB is replaced by an error
@@ -90,6 +101,9 @@ impl Default for Limits {
             body_timeout: 30.0,
             min_body_rate: 4_096,
             max_subscriptions: 64,
+            max_sessions_per_connection: 16,
+            max_connection_subscriptions: 256,
+            max_subscriptions_per_ip: 4_096,
             max_total_output: 256 << 20,
             max_conn_output: 4 << 20,
             send_timeout: 60.0,

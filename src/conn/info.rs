@@ -30,6 +30,9 @@ pub(crate) struct ConnInfo {
     pub principal: Option<Principal>,
     /// Served as HTTP/2: calls name their protocol `*-h2` (metrics, access log).
     pub http2: bool,
+    /// The subscription count shared by the sessions of a connection that carries
+    /// many (HTTP/2); `None`: each session's connection counts its own.
+    pub subs: Option<Arc<crate::events::conn_subs::ConnSubs>>,
 }
 
 impl ConnInfo {
@@ -44,6 +47,7 @@ impl ConnInfo {
             flow_id: None,
             principal: None,
             http2: false,
+            subs: None,
         }
     }
 

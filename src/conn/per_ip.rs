@@ -6,6 +6,10 @@
 //! counting would not bind it. A trusted PROXY peer (a load balancer) is not counted;
 //! the client its header names is. Over a Unix-domain socket the count is per user id:
 //! local processes have no address, and one user must not lock out the others.
+//!
+//! The table also counts event subscriptions per address (`max_subscriptions_per_ip`,
+//! charged by [`crate::events::conn_subs`]): one address's connections together hold
+//! at most that many patterns, however many connections and sessions carry them.
 
 use crate::conn::Peer;
 use std::collections::HashMap;
@@ -39,6 +43,14 @@ impl Key {
 struct Counts {
     conns: usize,
     sniffing: usize,
+    subs: usize,
+}
+
+impl Counts {
+    /// Nothing counted: the entry can go.
+    fn is_empty(&self) -> bool {
+        self.conns == 0 && self.sniffing == 0 && self.subs == 0
+    }
 }
 
 /// Which count a [`Held`] holds.
@@ -53,6 +65,8 @@ pub(crate) struct PerIp {
     counts: Mutex<HashMap<Key, Counts>>,
     max_conns: usize,
     max_sniffing: usize,
+    /// Event subscriptions per address (0 = no cap).
+    max_subs: usize,
 }
 
 /// One counted connection or sniff; dropping it gives the slot back.
@@ -63,12 +77,69 @@ pub(crate) struct Held {
 }
 
 impl PerIp {
+    #[cfg(test)]
     pub fn new(max_conns: usize, max_sniffing: usize) -> Arc<PerIp> {
+        Self::with_subs(max_conns, max_sniffing, 0)
+    }
+
+    /// The table with a cap on event subscriptions per address too (0 = no cap).
+    pub fn with_subs(max_conns: usize, max_sniffing: usize, max_subs: usize) -> Arc<PerIp> {
         Arc::new(PerIp {
             counts: Mutex::new(HashMap::new()),
             max_conns,
             max_sniffing,
+            max_subs,
         })
+    }
+
+    /// Are subscriptions counted per address (is there a cap)?
+    pub fn counts_subs(&self) -> bool {
+        self.max_subs > 0
+    }
+
+    /// `max_subscriptions_per_ip`.
+    pub fn max_subs(&self) -> usize {
+        self.max_subs
+    }
+
+    /// Count one subscription more for `peer`; false at the cap (nothing counted).
+    pub fn take_sub(&self, peer: &Peer) -> bool {
+        if self.max_subs == 0 {
+            return true;
+        }
+        let key = Key::of_peer(peer);
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        let c = counts.entry(key).or_default();
+        if c.subs >= self.max_subs {
+            if c.is_empty() {
+                counts.remove(&key);
+            }
+            return false;
+        }
+        c.subs += 1;
+        true
+    }
+
+    /// Give back `n` subscriptions of `peer`.
+    pub fn give_subs(&self, peer: &Peer, n: usize) {
+        if self.max_subs == 0 {
+            return;
+        }
+        let key = Key::of_peer(peer);
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = counts.get_mut(&key) {
+            c.subs = c.subs.saturating_sub(n);
+            if c.is_empty() {
+                counts.remove(&key);
+            }
+        }
+    }
+
+    /// Subscriptions counted for `peer` now (for tests).
+    #[cfg(test)]
+    pub fn subs_held(&self, peer: &Peer) -> usize {
+        let counts = self.counts.lock().unwrap();
+        counts.get(&Key::of_peer(peer)).map_or(0, |c| c.subs)
     }
 
     /// Take one slot of `kind` for `peer`, or `None` when its cap is reached. With no
@@ -89,7 +160,7 @@ impl PerIp {
             Kind::Sniffing => &mut c.sniffing,
         };
         if *n >= cap {
-            if c.conns == 0 && c.sniffing == 0 {
+            if c.is_empty() {
                 counts.remove(&key);
             }
             return None;
@@ -117,7 +188,7 @@ impl Drop for Held {
                 Kind::Conn => c.conns = c.conns.saturating_sub(1),
                 Kind::Sniffing => c.sniffing = c.sniffing.saturating_sub(1),
             }
-            if c.conns == 0 && c.sniffing == 0 {
+            if c.is_empty() {
                 counts.remove(&self.key);
             }
         }

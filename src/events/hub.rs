@@ -47,6 +47,14 @@ struct Subscriber {
     next_id: u64,
 }
 
+/// A session leaving the table, by whatever path (closed, dropped as too slow), gives
+/// its subscriptions back to its connection's and address's counts (`conn_subs`).
+impl Drop for Subscriber {
+    fn drop(&mut self) {
+        self.session.give_subs(self.patterns.len());
+    }
+}
+
 /// Publish/subscribe for server events.
 pub struct EventHub {
     conns: RwLock<HashMap<u64, Subscriber>>,
@@ -283,6 +291,9 @@ impl EventHub {
                 order.window.after(since).map_err(too_old)?
             }
         };
+        // Counted against the connection's and address's caps (given back when it
+        // leaves the hub: `Drop for Subscriber`, `unsubscribe`).
+        session.take_sub()?;
         let sub = conns.entry(session.conn_id).or_insert_with(|| Subscriber {
             session,
             patterns: Vec::new(),
@@ -314,6 +325,9 @@ impl EventHub {
         let before = sub.patterns.len();
         sub.patterns.retain(|(i, _, _)| *i != id);
         let removed = sub.patterns.len() != before;
+        if removed {
+            sub.session.give_subs(1);
+        }
         if sub.patterns.is_empty() {
             conns.remove(&conn_id);
         }

@@ -45,6 +45,7 @@
 
 // Without a backend compiled in (the lean library), nothing drives the engine-neutral
 // half: it is kept building so a backend feature only adds its engine.
+pub(crate) mod conn_subs;
 mod event;
 #[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
 pub(crate) mod fanout;

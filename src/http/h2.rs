@@ -22,7 +22,11 @@
 //! - idle: a connection with no stream for `idle_timeout` is closed with GOAWAY;
 //! - WebSocket sessions: each holds one stream (so counts against the streams cap) and
 //!   has the bounds of every WebSocket (`[websocket]`, the stream driver's); the
-//!   connection ends only after its sessions.
+//!   connection ends only after its sessions. At most `max_sessions_per_connection` run
+//!   at once: the next extended CONNECT is answered `429` with a text body naming the
+//!   cap, before any upgrade (its slot is taken before the handshake is answered, so
+//!   streams opened together cannot all pass). The subscriptions of all the sessions
+//!   count against one `max_connection_subscriptions` (`events::conn_subs`).
 
 use crate::conn::ConnInfo;
 use crate::http::auth::Memo;
@@ -30,6 +34,7 @@ use crate::http::h2_progress::Watch;
 use crate::http::service::Upgraded;
 use crate::io::{Rewind, StallClock, Stream, WriteStall};
 use crate::shared::Shared;
+use crate::stream::websocket::handshake::is_extended_connect;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -62,35 +67,60 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
         .max(1);
     let memo = Arc::new(Memo::default());
     let replies = Watch::new();
+    // One subscription count for every session of this connection.
+    info.subs = Some(crate::events::conn_subs::ConnSubs::for_connection(
+        &shared.per_ip,
+        limits.max_connection_subscriptions,
+        &info.peer,
+    ));
+    let slots = Slots::new(limits.max_sessions_per_connection);
     // Requests being answered and WebSocket sessions (low bits), and every request ever
     // seen (high bits).
     let busy = Arc::new(AtomicUsize::new(0));
     // WebSocket handshakes answered, for the connection to run their sessions (as many
     // as streams may be open: the streams cap bounds them).
-    let (opened, mut handshakes) = tokio::sync::mpsc::unbounded_channel::<Upgraded>();
+    let (opened, mut handshakes) = tokio::sync::mpsc::unbounded_channel::<(Upgraded, Slot)>();
     let service = {
         let (shared, info, busy, replies) =
             (shared.clone(), info.clone(), busy.clone(), replies.clone());
         hyper::service::service_fn(move |req| {
-            let (shared, info, busy, memo, replies, opened) = (
+            let (shared, info, busy, memo, replies, opened, slots) = (
                 shared.clone(),
                 info.clone(),
                 busy.clone(),
                 memo.clone(),
                 replies.clone(),
                 opened.clone(),
+                slots.clone(),
             );
             // Boxed: hyper spawns each stream's future as a task, and the route's state
             // machine inline made every spawn copy it whole (memmove was 11 % of an
             // HTTP/2 echo's server CPU).
             Box::pin(async move {
                 busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);
+                // A WebSocket session's slot, taken before its handshake is answered.
+                let slot = if is_extended_connect(&req) {
+                    match slots.take() {
+                        Some(slot) => Some(slot),
+                        None => {
+                            busy.fetch_sub(1, Ordering::Relaxed);
+                            if let Some(m) = &shared.metrics {
+                                m.refused("ws_sessions");
+                            }
+                            let reply = slots.refusal();
+                            return Ok::<_, Infallible>(reply.map(|body| replies.watch(body)));
+                        }
+                    }
+                } else {
+                    None
+                };
                 let upgrade = std::sync::Mutex::new(None);
                 let reply = super::service::route(req, &shared, &info, &upgrade, &memo).await;
-                if let Ok(Some(handshake)) = upgrade.into_inner() {
-                    // Counted busy until its session ends (see `session`).
+                if let (Ok(Some(handshake)), Some(slot)) = (upgrade.into_inner(), slot) {
+                    // Counted busy until its session ends (see `session`); the slot is
+                    // held as long.
                     busy.fetch_add(1, Ordering::Relaxed);
-                    let _ = opened.send(handshake);
+                    let _ = opened.send((handshake, slot));
                 }
                 busy.fetch_sub(1, Ordering::Relaxed);
                 Ok::<_, Infallible>(reply.map(|body| replies.watch(body)))
@@ -122,8 +152,8 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                 }
                 break;
             }
-            Some(handshake) = handshakes.recv() => {
-                sessions.spawn(session(handshake, info.clone(), shared.clone(), busy.clone()));
+            Some((handshake, slot)) = handshakes.recv() => {
+                sessions.spawn(session(handshake, slot, info.clone(), shared.clone(), busy.clone()));
             }
             Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
             _ = &mut shutting_down, if !closing => {
@@ -162,7 +192,13 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
 /// events (its subscriptions, unsubscribes and reset touch no other stream's) and a
 /// caller of its own (`rpc.login` on it binds no other stream), starting as what its
 /// handshake's `Authorization` proved, else what the connection did (a certificate).
-async fn session(handshake: Upgraded, info: ConnInfo, shared: Arc<Shared>, busy: Arc<AtomicUsize>) {
+async fn session(
+    handshake: Upgraded,
+    _slot: Slot,
+    info: ConnInfo,
+    shared: Arc<Shared>,
+    busy: Arc<AtomicUsize>,
+) {
     let Upgraded {
         sub,
         principal,
@@ -182,6 +218,54 @@ async fn session(handshake: Upgraded, info: ConnInfo, shared: Arc<Shared>, busy:
         crate::stream::websocket::serve(io, info, shared, sub).await;
     }
     busy.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// The WebSocket sessions one connection runs, at most `max_sessions_per_connection`
+/// (0: only the streams cap).
+#[derive(Clone)]
+struct Slots {
+    open: Arc<AtomicUsize>,
+    max: usize,
+}
+
+/// One session's place among its connection's; dropping it gives the place back.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slots {
+    fn new(max: usize) -> Slots {
+        Slots {
+            open: Arc::new(AtomicUsize::new(0)),
+            max,
+        }
+    }
+
+    /// A place for one session more, or `None` at the cap.
+    fn take(&self) -> Option<Slot> {
+        let max = self.max;
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (max == 0 || n < max).then_some(n + 1)
+            })
+            .ok()?;
+        Some(Slot(self.open.clone()))
+    }
+
+    /// The answer to a CONNECT past the cap: 429, in words a person reads.
+    fn refusal(&self) -> crate::http::service::Reply {
+        crate::http::reply::text(
+            hyper::StatusCode::TOO_MANY_REQUESTS,
+            &format!(
+                "too many WebSocket sessions on this HTTP/2 connection (max_sessions_per_connection = {}); close one or open another connection\n",
+                self.max
+            ),
+        )
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Drops a session's subscriptions when dropped.

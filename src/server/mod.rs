@@ -148,9 +148,10 @@ impl Server {
             verbs: Arc::new(verbs),
             events,
             probes,
-            per_ip: crate::conn::per_ip::PerIp::new(
+            per_ip: crate::conn::per_ip::PerIp::with_subs(
                 config.limits.max_connections_per_ip,
                 config.limits.max_sniffing_per_ip,
+                config.limits.max_subscriptions_per_ip,
             ),
             refusals: Refusals::default(),
             budget: crate::conn::budget::Budget::new(config.limits.max_total_in_flight_bytes),

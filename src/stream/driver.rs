@@ -352,11 +352,21 @@ where
     let caller = ctx.caller.clone();
     // The session's own number (not the connection's: one HTTP/2 connection carries
     // many WebSocket sessions) and its own caller (`Shared::call_context`).
-    ctx.session = Some(crate::events::Session::new(
+    // Its subscriptions count against its connection's cap (shared by the sessions of
+    // an HTTP/2 connection) and its address's (`events::conn_subs`).
+    let conn_subs = info.subs.clone().unwrap_or_else(|| {
+        crate::events::conn_subs::ConnSubs::for_connection(
+            &shared.per_ip,
+            shared.config.limits.max_connection_subscriptions,
+            &info.peer,
+        )
+    });
+    ctx.session = Some(crate::events::Session::on_connection(
         info.session,
         tx,
         kill.clone(),
         caller,
+        conn_subs,
     ));
     let session = ctx.session.clone();
     let framer = make_framer(ctx);

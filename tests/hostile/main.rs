@@ -17,6 +17,7 @@ mod data;
 mod http2;
 mod interop;
 mod memory;
+mod sessions;
 mod shutdown;
 mod slow;
 mod sniff;

@@ -5,7 +5,11 @@
 //   2. VDSM's client-test layout: replies and events both on jms.queue.events, two
 //      subscriptions there: the event reaches each, the reply the first only (VDSM's
 //      client fails every later call once a reply reaches it twice);
-//   3. a reply-to containing ':' (stompjs escapes it as \c on the wire): answered.
+//   3. a reply-to containing ':' (stompjs escapes it as \c on the wire): answered;
+//   4. a parent subscription made first (step 1's), then one on the exact reply-to
+//      `jms.topic.vdsm_responses.node:colon`: the reply goes to the most specific one,
+//      the exact (issue 46: the parent made first took it, and stompjs's own
+//      subscription never got its reply).
 // Usage: node stomp_delivery.mjs ws://HOST:PORT/   Prints "ok stomp-delivery ..." on success.
 import { Client } from "@stomp/stompjs";
 import WebSocket from "ws";
@@ -43,13 +47,15 @@ function until(cond, what) {
     const t = setInterval(() => {
       if (cond()) {
         clearInterval(t);
+        clearTimeout(late);
         resolve();
       }
     }, 20);
-    setTimeout(() => {
+    const late = setTimeout(() => {
       clearInterval(t);
       fail(what + "; got " + JSON.stringify(got));
-    }, 8000).unref();
+    }, 8000);
+    late.unref();
   });
 }
 
@@ -69,6 +75,12 @@ client.onConnect = async () => {
   send("ping", [], "p2", "jms.topic.vdsm_responses.client:42");
   await until(() => seen("own:p2") === 1, "reply to an escaped reply-to");
 
+  // 4. The exact reply-to subscribed after its parent ("own", step 1): the exact one
+  //    gets the reply, the parent does not.
+  client.subscribe("jms.topic.vdsm_responses.node:colon", record("exact"));
+  send("ping", [], "p4", "jms.topic.vdsm_responses.node:colon");
+  await until(() => seen("exact:p4") === 1, "reply to the exact reply-to subscription");
+
   // 2. VDSM's layout: replies and events on jms.queue.events, two subscriptions there.
   client.subscribe("jms.queue.events", record("ev1"));
   client.subscribe("jms.queue.events", record("ev2"));
@@ -82,7 +94,7 @@ client.onConnect = async () => {
   send("VM.destroy", ["delivery-vm"], "d1", "jms.queue.events");
   await until(() => seen("ev1:d1") === 1, "VM.destroy's reply");
   // Replies never went to a second subscription.
-  for (const stray of ["spy:p1", "spy:p2", "ev2:c1", "ev2:d1"]) {
+  for (const stray of ["spy:p1", "spy:p2", "own:p4", "spy:p4", "ev2:c1", "ev2:d1"]) {
     if (seen(stray)) fail("a reply reached a second subscription: " + stray);
   }
   // Nothing was delivered twice to one subscription.

@@ -23,6 +23,13 @@ protocol surprise.
                    streams, each a gzip'd `echo` whose reply is BYTES bytes; once every
                    stream has its answer's HEADERS (every reply made and held), the
                    server's (PID) resident size and its output budget, then close
+  ws-sessions PID CONNS STREAMS PATTERNS BYTES
+                   CONNS connections, one after the other and all kept open, each
+                   opening STREAMS WebSocket sessions (RFC 8441 extended CONNECT), each
+                   session sending PATTERNS `subscribe` calls with distinct patterns of
+                   BYTES bytes: the statuses and refusal bodies of the CONNECTs, the
+                   subscriptions made and the errors refused, per connection, and the
+                   server's (PID) resident size while all are held
 """
 import json
 import socket
@@ -413,6 +420,128 @@ def unread_echos(pid, conns, streams, size):
     return result
 
 
+def ws_frame(text):
+    """A masked text frame (a client's), RFC 6455."""
+    payload = text.encode()
+    mask = b"\x01\x02\x03\x04"
+    n = len(payload)
+    if n < 126:
+        head = struct.pack("!BB", 0x81, 0x80 | n)
+    elif n < 1 << 16:
+        head = struct.pack("!BBH", 0x81, 0x80 | 126, n)
+    else:
+        head = struct.pack("!BBQ", 0x81, 0x80 | 127, n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def ws_messages(buf):
+    """Complete unmasked server frames in buf: (texts, rest)."""
+    out = []
+    while len(buf) >= 2:
+        n, at = buf[1] & 0x7F, 2
+        if n == 126:
+            if len(buf) < 4:
+                break
+            n, at = struct.unpack("!H", buf[2:4])[0], 4
+        elif n == 127:
+            if len(buf) < 10:
+                break
+            n, at = struct.unpack("!Q", buf[2:10])[0], 10
+        if len(buf) < at + n:
+            break
+        if buf[0] & 0x0F == 1:
+            out.append(buf[at:at + n].decode())
+        buf = buf[at + n:]
+    return out, buf
+
+
+def ws_sessions(pid, conns, streams, patterns, size):
+    held, per_conn = [], []
+    for k in range(conns):
+        s, c = connect()
+        s.settimeout(10)
+        # The server's SETTINGS must allow extended CONNECT before :protocol may be sent.
+        while not c.remote_settings.get(h2.settings.SettingCodes.ENABLE_CONNECT_PROTOCOL):
+            d = s.recv(65536)
+            if not d:
+                raise SystemExit("closed before SETTINGS")
+            c.receive_data(d)
+            s.sendall(c.data_to_send())
+        sids = []
+        for _ in range(streams):
+            sid = c.get_next_available_stream_id()
+            c.send_headers(sid, [(":method", "CONNECT"), (":protocol", "websocket"),
+                                 (":scheme", "http"), (":path", "/"), (":authority", "127.0.0.1"),
+                                 ("sec-websocket-version", "13"),
+                                 ("sec-websocket-protocol", "jsonrpc")])
+            sids.append(sid)
+        s.sendall(c.data_to_send())
+        status, bodies, buf, made, refused, answers = {}, {}, {}, 0, [], 0
+        pending = {}
+        want = None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if len(status) == streams and want is None:
+                ok = [sid for sid in sids if status[sid] == 200]
+                want = len(ok) * patterns
+                for sid in ok:
+                    for j in range(patterns):
+                        tag = f"c{k}s{sid}p{j}."
+                        pattern = tag + "x" * max(0, size - len(tag))
+                        msg = json.dumps({"jsonrpc": "2.0", "id": j, "method": "subscribe",
+                                          "params": [pattern]})
+                        pending[sid] = pending.get(sid, b"") + ws_frame(msg)
+            # Send what the flow-control windows allow; the rest as they open.
+            for sid, rest in list(pending.items()):
+                w = min(c.local_flow_control_window(sid), c.max_outbound_frame_size, len(rest))
+                if w > 0:
+                    c.send_data(sid, rest[:w])
+                    pending[sid] = rest[w:]
+                if not pending[sid]:
+                    del pending[sid]
+            s.sendall(c.data_to_send())
+            if want is not None and answers >= want:
+                break
+            d = s.recv(1 << 20)
+            if not d:
+                raise SystemExit("connection closed")
+            for e in c.receive_data(d):
+                if isinstance(e, h2.events.ResponseReceived):
+                    status[e.stream_id] = int(dict(e.headers)[":status"])
+                elif isinstance(e, h2.events.DataReceived):
+                    c.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                    if status.get(e.stream_id) == 200:
+                        msgs, buf[e.stream_id] = ws_messages(buf.get(e.stream_id, b"") + e.data)
+                        for m in msgs:
+                            v = json.loads(m)
+                            if "id" not in v:
+                                continue
+                            answers += 1
+                            if "result" in v:
+                                made += 1
+                            else:
+                                refused.append(v["error"])
+                    else:
+                        bodies[e.stream_id] = bodies.get(e.stream_id, b"") + e.data
+                elif isinstance(e, h2.events.StreamReset):
+                    status.setdefault(e.stream_id, -int(e.error_code))
+            s.sendall(c.data_to_send())
+        else:
+            raise SystemExit(f"connection {k}: no answer in time: {status} {answers}/{want}")
+        per_conn.append({
+            "statuses": [status[sid] for sid in sids],
+            "refusal": sorted({b.decode() for b in bodies.values()}),
+            "made": made,
+            "refused": len(refused),
+            "errors": sorted({(e["code"], e["message"]) for e in refused}),
+        })
+        held.append(s)
+    result = {"conns": per_conn, "rss_kib_held": rss_kib(pid)}
+    for s in held:
+        s.close()
+    return result
+
+
 COMMANDS = {
     "over-limit": lambda: over_limit(ARG),
     "zero-window": zero_window,
@@ -421,5 +550,6 @@ COMMANDS = {
     "ping-flood": lambda: ping_flood(ARG),
     "too-many-streams": lambda: too_many_streams(ARG),
     "unread-echos": lambda: unread_echos(*ARGS),
+    "ws-sessions": lambda: ws_sessions(*ARGS),
 }
 print(json.dumps(COMMANDS[COMMAND]()))

@@ -15,8 +15,9 @@ mod rpc;
 enum Deliver {
     /// Every one: an event.
     Every,
-    /// The first made: a reply.
-    First,
+    /// One: a reply, to the most specific covering subscription, the first made among
+    /// those on that destination (`Subscriptions::reply_target`).
+    Reply,
 }
 
 use crate::conn::out::Out;
@@ -333,7 +334,7 @@ impl Stomp {
     /// Hold one hub subscription (all events) while any STOMP subscription covers the
     /// event destination; [`Framer::event`] fans each event out to those subscriptions.
     /// `since` (on a new hub subscription) replays the retained events after it first;
-    /// an error only for a `since` the window does not cover.
+    /// an error for a `since` the window does not cover, or past a subscription cap.
     fn sync_events(&mut self, since: Option<crate::events::Since>) -> Result<(), RpcError> {
         let events = self.shared.events.clone();
         let wanted = self
@@ -346,13 +347,10 @@ impl Stomp {
                     .session
                     .clone()
                     .expect("STOMP calls carry a session");
-                match events.subscribe_since("*", session, since, since.is_some()) {
-                    Ok(id) => self.hub_sub = Some(id),
-                    Err(e) if since.is_some() => return Err(e),
-                    Err(e) => {
-                        tracing::warn!(conn = self.conn_id, error = %e, "STOMP event subscription refused")
-                    }
-                }
+                // A refusal (the `since`, or a cap on the connection's or the address's
+                // subscriptions) refuses the SUBSCRIBE: ERROR with its code.
+                let id = events.subscribe_since("*", session, since, since.is_some())?;
+                self.hub_sub = Some(id);
             }
             (false, Some(id)) => {
                 events.unsubscribe(self.session_id(), id);

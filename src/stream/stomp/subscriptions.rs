@@ -1,5 +1,19 @@
 //! One connection's STOMP subscriptions, and VDSM's destination matching.
 //!
+//! Who gets a message (docs/stomp.md, "Replies"):
+//! - an **event** goes to every subscription that covers its destination (each one is a
+//!   listener, as in VDSM's broker);
+//! - a **reply** answers one request, so it goes to exactly one subscription: the most
+//!   specific one that covers its `reply-to` (the longest destination: the exact
+//!   destination before its parent, a nearer parent before a farther one), and among
+//!   several on that same destination the first made. A parent subscription made
+//!   earlier (`jms.topic.vdsm_responses`) never takes a reply meant for a subscription
+//!   on the exact `reply-to` (`jms.topic.vdsm_responses.node:colon`, stompjs's layout);
+//!   two subscriptions on one destination (VDSM's `stomp_test.test_event`: its response
+//!   queue and an event subscription, both `jms.queue.events`) get the reply once, on
+//!   the first made, where VDSM's broker sends it to both and its own client then fails
+//!   on the second copy (`JsonRpcClient` pops the call the first copy answered).
+//!
 //! The table lives inside the connection's session, never in a map shared by
 //! connections: VDSM kept one global `id → reply-to` map for all clients, so two
 //! clients using the same request ids could receive each other's replies.
@@ -82,6 +96,23 @@ impl Subscriptions {
             .map(|s| s.id.as_str())
     }
 
+    /// The one subscription a reply to `dest` goes to: the most specific that covers it
+    /// (longest destination; all covering destinations are prefixes of `dest`, so equal
+    /// length means the same destination), the first made among equals.
+    pub(crate) fn reply_target(&self, dest: &str) -> Option<&str> {
+        let mut best: Option<&Sub> = None;
+        for s in self
+            .subs
+            .iter()
+            .filter(|s| dest_covers(&s.destination, dest))
+        {
+            if best.is_none_or(|b| s.destination.len() > b.destination.len()) {
+                best = Some(s);
+            }
+        }
+        best.map(|s| s.id.as_str())
+    }
+
     pub(crate) fn covers(&self, dest: &str) -> bool {
         self.covering(dest).next().is_some()
     }
@@ -113,6 +144,42 @@ mod tests {
         assert!(s.remove("a"));
         assert!(!s.remove("a"));
         assert_eq!(s.covering("jms.topic.vdsm_responses").count(), 1);
+    }
+
+    /// A reply goes to the most specific covering subscription, whatever order they
+    /// were made in; among subscriptions on one destination, to the first made.
+    #[test]
+    fn a_reply_goes_to_the_most_specific_subscription_then_the_first_made() {
+        let mut s = Subscriptions::default();
+        s.add("parent", "jms.topic.vdsm_responses").unwrap();
+        s.add("top", "jms").unwrap();
+        s.add("exact", "jms.topic.vdsm_responses.node:colon")
+            .unwrap();
+        s.add("exact-2", "jms.topic.vdsm_responses.node:colon")
+            .unwrap();
+        assert_eq!(
+            s.reply_target("jms.topic.vdsm_responses.node:colon"),
+            Some("exact")
+        );
+        // No exact subscription: the nearest parent, not the first made.
+        assert_eq!(
+            s.reply_target("jms.topic.vdsm_responses.other"),
+            Some("parent")
+        );
+        assert_eq!(s.reply_target("jms.queue.events"), Some("top"));
+        assert_eq!(s.reply_target("other"), None);
+        // VDSM's layout: two subscriptions on the reply destination, the first made gets it.
+        let mut v = Subscriptions::default();
+        v.add("response-queue", "jms.queue.events").unwrap();
+        v.add("events", "jms.queue.events").unwrap();
+        assert_eq!(v.reply_target("jms.queue.events"), Some("response-queue"));
+        // Once the exact one is gone, the parent takes replies again.
+        assert!(s.remove("exact"));
+        assert!(s.remove("exact-2"));
+        assert_eq!(
+            s.reply_target("jms.topic.vdsm_responses.node:colon"),
+            Some("parent")
+        );
     }
 
     #[test]

@@ -121,11 +121,13 @@ impl Stomp {
     /// is an event's encoding other connections send too.
     ///
     /// `to`: an event goes to every covering subscription (each is a listener); a reply
-    /// answers one request, so it goes to the first covering subscription only (in the
-    /// order they were made). VDSM's client keeps its response queue and an event
-    /// subscription on one destination (`jms.queue.events` in its `stomp_test`): a
-    /// reply delivered to both completed its call once, then found no call waiting for
-    /// the second copy (yajsonrpc raises there) and later replies never arrived.
+    /// answers one request, so it goes to one subscription: the most specific that
+    /// covers `dest` (an exact destination before a parent, whatever order they were
+    /// made in: stompjs subscribes to its own `reply-to` beside a parent), the first made
+    /// among those on that destination. VDSM's client keeps its response queue and an
+    /// event subscription on one destination (`jms.queue.events` in its `stomp_test`):
+    /// VDSM's broker sends a reply to both, and its client, having completed the call
+    /// with the first copy, raises on the second (`JsonRpcClient` pops the call).
     pub(super) fn deliver(
         &mut self,
         dest: &str,
@@ -142,15 +144,15 @@ impl Stomp {
             ..
         } = self;
         let mut any = false;
-        let limit = match to {
-            Deliver::Every => usize::MAX,
-            Deliver::First => 1,
-        };
-        for sub in subs.covering(dest).take(limit) {
+        let mut put = |sub: &str| {
             *next_message += 1;
             let id = format!("{conn_id}-{next_message}");
             frames::put_message(dest, sub, &id, body, shared, event_id, out);
             any = true;
+        };
+        match to {
+            Deliver::Every => subs.covering(dest).for_each(&mut put),
+            Deliver::Reply => subs.reply_target(dest).into_iter().for_each(&mut put),
         }
         if any {
             if let Some(b) = &mut self.beats {
@@ -161,7 +163,7 @@ impl Stomp {
     }
 
     pub(super) fn deliver_reply(&mut self, dest: &str, body: Bytes, out: &mut Out) {
-        if !self.deliver(dest, &body, false, None, Deliver::First, out) {
+        if !self.deliver(dest, &body, false, None, Deliver::Reply, out) {
             if self.warned_unrouted {
                 tracing::debug!(
                     conn = self.conn_id,
