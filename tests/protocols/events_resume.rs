@@ -286,30 +286,86 @@ fn the_subscribe_reply_comes_before_its_events_pipelined_or_batched() {
     }
 }
 
-/// A resume bigger than the outbox (I5): 3,000 retained events, an outbox of 64, a
-/// client that resumes from "0" and reads while live events arrive. The replay is
-/// counted apart from live events, so the first live event no longer drops the
+/// A resume bigger than the outbox (I5): 5,000 retained events, the default outbox of
+/// 4,096, a client that resumes from "0" and reads while live events arrive. The replay
+/// is counted apart from live events, so the first live event no longer drops the
 /// subscriber (it did: `events.lost` after 7,269 of 30,000 in issue 46's run).
 #[test]
 fn a_resume_bigger_than_the_outbox_survives_live_events() {
-    let srv = Server::start(&["--events-outbox", "64"]);
+    let srv = Server::start(&[]);
     let mut publisher = Lines::connect(srv.addr).unwrap();
-    for n in 1..=3000 {
-        publish(&mut publisher, n);
+    // 2 KiB each: the replay (10 MiB) is more than the connection's output and the
+    // kernel take at once, so it waits in the outbox when the live events come.
+    let pad = "p".repeat(2048);
+    for n in 1..=5000 {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","method":"Host.publishEvent","params":{{"name":"|resume|{n}","params":{{"n":{n},"pad":"{pad}"}}}},"id":{n}}}"#
+        );
+        publisher.send(format!("{call}\n").as_bytes()).unwrap();
+        publisher.json(KIB).expect("publish answered");
     }
     let mut sub = Sub::connect(srv.addr);
     let r = subscribe(&mut sub, r#"{"pattern":"|resume","since":"0"}"#);
     assert!(r["result"].is_u64(), "{r}");
     // Live events while the replay is still unread.
-    for n in 3001..=3020 {
+    for n in 5001..=5020 {
         publish(&mut publisher, n);
     }
-    for want in 1..=3020 {
+    for want in 1..=5020 {
         let v = match sub.early.pop_front() {
             Some(v) => v,
-            None => sub.c.json(KIB).expect("an event"),
+            None => sub.c.json(8 * KIB).expect("an event"),
         };
         assert_ne!(v["method"], "events.lost", "dropped at {want}: {v}");
         assert_eq!(v["params"]["n"], want, "{v}");
     }
+}
+
+/// An overflow names its true first loss (I4): a subscriber that stops reading is
+/// dropped with `events.lost`, and `first_lost` is the event right after the last one
+/// it received (it named the event that did not fit, after up to an outbox of others
+/// that were dropped unsaid: issue 46). Resuming after the last one received then
+/// misses nothing.
+#[test]
+fn events_lost_names_the_first_event_not_received() {
+    let srv = Server::start(&["--events-outbox", "16", "--max-conn-output", "65536"]);
+    let mut publisher = Lines::connect(srv.addr).unwrap();
+    // A subscriber with a small receive buffer that reads nothing for now.
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    sock.set_recv_buffer_size(4096).unwrap();
+    sock.connect(&srv.addr.into()).unwrap();
+    let stream: std::net::TcpStream = sock.into();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut sub = Sub {
+        c: Lines::over(stream),
+        early: Default::default(),
+    };
+    let r = subscribe(&mut sub, r#"{"pattern":"|big","resumable":true}"#);
+    assert!(r["result"].is_u64(), "{r}");
+    // Big events, until the server has dropped it (the kernel takes a few MiB first).
+    let pad = "p".repeat(64 * 1024);
+    for n in 1..=400u64 {
+        let call = format!(
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"Host.publishEvent\",\"params\":{{\"name\":\"|big|{n}\",\"params\":{{\"n\":{n},\"pad\":\"{pad}\"}}}},\"id\":{n}}}\n"
+        );
+        publisher.send(call.as_bytes()).unwrap();
+        publisher.json(KIB).expect("publish answered");
+    }
+    let mut last: Option<String> = None;
+    let first_lost = loop {
+        let v = sub.c.json(128 * KIB).expect("an event or the notice");
+        if v["method"] == "events.lost" {
+            break v["params"]["first_lost"].as_str().unwrap().to_owned();
+        }
+        last = Some(v["params"]["event_id"].as_str().unwrap().to_owned());
+    };
+    let last = last.expect("some events came before the notice");
+    let (origin, seq) = last.rsplit_once('-').unwrap();
+    let next = format!("{origin}-{}", seq.parse::<u64>().unwrap() + 1);
+    assert_eq!(
+        first_lost, next,
+        "first_lost is the event after the last received"
+    );
 }
