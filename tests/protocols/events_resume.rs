@@ -286,18 +286,18 @@ fn the_subscribe_reply_comes_before_its_events_pipelined_or_batched() {
     }
 }
 
-/// A resume bigger than the outbox (I5): 5,000 retained events, the default outbox of
-/// 4,096, a client that resumes from "0" and reads while live events arrive. The replay
+/// A resume bigger than the outbox (I5): 12,000 retained events of 2 KiB, the default
+/// outbox of 4,096, a client that resumes from "0" and reads once live events arrived
+/// (24 MiB of replay: more than the connection's output and the kernel take, so most
+/// of it waits in the outbox). The replay
 /// is counted apart from live events, so the first live event no longer drops the
 /// subscriber (it did: `events.lost` after 7,269 of 30,000 in issue 46's run).
 #[test]
 fn a_resume_bigger_than_the_outbox_survives_live_events() {
     let srv = Server::start(&[]);
     let mut publisher = Lines::connect(srv.addr).unwrap();
-    // 2 KiB each: the replay (10 MiB) is more than the connection's output and the
-    // kernel take at once, so it waits in the outbox when the live events come.
     let pad = "p".repeat(2048);
-    for n in 1..=5000 {
+    for n in 1..=12_000 {
         let call = format!(
             r#"{{"jsonrpc":"2.0","method":"Host.publishEvent","params":{{"name":"|resume|{n}","params":{{"n":{n},"pad":"{pad}"}}}},"id":{n}}}"#
         );
@@ -308,10 +308,10 @@ fn a_resume_bigger_than_the_outbox_survives_live_events() {
     let r = subscribe(&mut sub, r#"{"pattern":"|resume","since":"0"}"#);
     assert!(r["result"].is_u64(), "{r}");
     // Live events while the replay is still unread.
-    for n in 5001..=5020 {
+    for n in 12_001..=12_020 {
         publish(&mut publisher, n);
     }
-    for want in 1..=5020 {
+    for want in 1..=12_020 {
         let v = match sub.early.pop_front() {
             Some(v) => v,
             None => sub.c.json(8 * KIB).expect("an event"),
