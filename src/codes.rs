@@ -57,6 +57,12 @@ pub const ERR_UPSTREAM_TIMEOUT: i64 = -32011;
 /// without being sent.
 pub const ERR_UPSTREAM_OVERLOADED: i64 = -32012;
 
+/// A JSON-RPC 1.0 upstream answered with an error that is text only (Go's
+/// `net/rpc/jsonrpc` servers: `"error":"divide by zero"`): a fault of the upstream's
+/// own, its text the message; the upstream gave no code, so it gets this one. (Also
+/// what `rpcmux call` and the client crate read such an error as.)
+pub const ERR_UPSTREAM_TEXT_FAULT: i64 = rpcmux_jsonrpc::TEXT_ERROR_CODE;
+
 /// The upstream answered with something that is not a reply of its protocol (an HTML
 /// error page, a malformed body).
 pub const ERR_UPSTREAM_BAD_REPLY: i64 = -32013;

@@ -100,6 +100,10 @@ impl Shared {
             max_batch: limits.max_batch,
             max_calls: limits.max_calls_per_request,
             cap: self.reply_cap(),
+            shape: crate::rpc::jsonrpc::Shape {
+                v1_error: self.config.jsonrpc.v1_error,
+                legacy: false,
+            },
         }
     }
 

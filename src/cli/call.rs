@@ -56,8 +56,8 @@ pub fn run(a: CallArgs) -> ExitCode {
                 Err(e) => return fail(&format!("cannot start runtime: {e}")),
             };
             // Params guessed from the command line's words, not given as JSON (-f).
-            let guessed = a.file.is_none() && !a.args.is_empty();
-            rt.block_on(call(proto, &addr, opts, &a.method, params, guessed))
+            let words: &[String] = if a.file.is_none() { &a.args } else { &[] };
+            rt.block_on(call(proto, &addr, opts, &a.method, params, words))
         }
         Err(e) => fail(&e),
     }
@@ -69,7 +69,7 @@ async fn call(
     opts: ConnectOpts,
     method: &str,
     params: Params,
-    guessed: bool,
+    words: &[String],
 ) -> ExitCode {
     let tls = opts.tls.as_ref().map(|t| t.client_cert.is_some());
     let client = match Client::connect(proto, addr, opts).await {
@@ -89,7 +89,7 @@ async fn call(
             if e.code == rpcmux::codes::ERR_NOT_AUTHENTICATED {
                 eprintln!("rpcmux call: log in with {LOGIN_FLAGS}");
             }
-            if e.code == RpcError::INVALID_PARAMS && guessed {
+            if e.code == RpcError::INVALID_PARAMS && guessing_could_cause(words, &e.message) {
                 eprintln!("rpcmux call: {GUESSED}");
             }
             ExitCode::from(1)
@@ -170,6 +170,19 @@ fn explain(e: &ClientError, proto: ClientProto, tls: Option<bool>) -> String {
         _ => return text,
     };
     format!("{text}\nrpcmux call: probably {hint}")
+}
+
+/// Whether reading the command line's `words` could explain a -32602 saying `message`:
+/// some word was read as something other than the string it spells (a number, a
+/// boolean, JSON, a NAME=VALUE pair) and the error is about a parameter's type (or the
+/// params were named). A value out of range (`sleep 70000`), a count, or a plain word
+/// where a number is wanted (`sleep x`) is not the guessing's doing, and gets no hint.
+fn guessing_could_cause(words: &[String], message: &str) -> bool {
+    let named = words.iter().any(|w| split_named(w).is_some());
+    let typed = words
+        .iter()
+        .any(|w| !matches!(literal(w), Value::String(_)));
+    named || (typed && (message.contains("invalid type") || message.contains("expected")))
 }
 
 /// Why params read from the command line may not be what was meant, for a -32602.
@@ -263,6 +276,26 @@ fn literal(text: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_quoting_hint_only_where_guessing_could_be_the_cause() {
+        let w = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let range = "Invalid params: ms must be between 0 and 60000";
+        assert!(!guessing_could_cause(&w(&["70000"]), range));
+        let plain = "Invalid params: ms: expected int, got string";
+        assert!(!guessing_could_cause(&w(&["x"]), plain));
+        let typed = "Invalid params: VM.create: parameter `vmID`: invalid type: integer `1`, expected a string";
+        assert!(guessing_could_cause(&w(&["1", "2", "3"]), typed));
+        assert!(guessing_could_cause(
+            &w(&["a=b"]),
+            "Invalid params: no parameter a"
+        ));
+        assert!(!guessing_could_cause(
+            &w(&["a", "b"]),
+            "takes at most 1 parameter(s), got 2"
+        ));
+        assert!(!guessing_could_cause(&[], typed), "-f: nothing was guessed");
+    }
 
     fn args(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()

@@ -15,7 +15,12 @@ use std::future::Future;
 /// unit uses that very address), while addresses given explicitly (`--listen`, or
 /// `listen` in the config file) are bound as well, since the operator asked for them
 /// (an admin-only address next to the activated public one, say). An address both
-/// places name fails with "address in use", which points at the duplicate.
+/// places name is served once, on the passed socket: it is the same listener either
+/// way, and binding it a second time could only fail ("address in use"), which is what
+/// the shipped samples did (docs/rpcmux.socket's `ListenStream=` and docs/rpcmux.toml's
+/// `listen` name the same address, so the config also works without systemd). Each such
+/// address is logged. (`serve` also says, when a bind fails with "address in use" while
+/// systemd passed sockets, that the port may be one of them under another address.)
 pub fn inherited(
     config: &mut Config,
     explicit_listen: bool,
@@ -27,6 +32,17 @@ pub fn inherited(
             if !explicit_listen {
                 config.listen.clear();
             }
+            let addrs: Vec<Listen> = passed.iter().filter_map(passed_addr).collect();
+            config.listen.retain(|l| {
+                let dup = addrs.contains(l);
+                if dup {
+                    tracing::info!(
+                        addr = %l,
+                        "this listen address is also a socket systemd passed: served once, on the passed socket"
+                    );
+                }
+                !dup
+            });
             tracing::info!(
                 sockets = passed.len(),
                 also_listen = config.listen.len(),
@@ -39,6 +55,19 @@ pub fn inherited(
     {
         let _ = (config, explicit_listen);
         Ok(Vec::new())
+    }
+}
+
+/// The address a passed socket listens on, as a `listen` entry would name it.
+#[cfg(target_os = "linux")]
+fn passed_addr(p: &PassedListener) -> Option<Listen> {
+    match p {
+        PassedListener::Tcp(l) => l.local_addr().ok().map(Listen::Tcp),
+        PassedListener::Unix(l) => {
+            let a = l.local_addr().ok()?;
+            a.as_pathname()
+                .map(|p| Listen::Unix(rpcmux::config::UnixAddr::Path(p.to_owned())))
+        }
     }
 }
 

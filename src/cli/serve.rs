@@ -523,6 +523,7 @@ pub fn run(args: ServeArgs) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        let activated = !inherited.is_empty();
         let server = match Server::from_listeners(config, VerbTable::new(), inherited).await {
             Ok(s) => s,
             // Bad TLS material (InvalidInput) names its file; say so, not "listen".
@@ -540,7 +541,14 @@ pub fn run(args: ServeArgs) -> ExitCode {
             }
             Err(e) => {
                 eprintln!("rpcmux: cannot listen: {e}");
-                if e.kind() == std::io::ErrorKind::AddrInUse {
+                if e.kind() == std::io::ErrorKind::AddrInUse && activated {
+                    eprintln!(
+                        "rpcmux: systemd passed sockets in (socket activation): a `listen` \
+                         address on the port of one of them (another IP, such as 0.0.0.0 \
+                         beside 127.0.0.1) cannot be bound beside it; list each address once, \
+                         in the socket unit's ListenStream= or in `listen`"
+                    );
+                } else if e.kind() == std::io::ErrorKind::AddrInUse {
                     eprintln!(
                         "rpcmux: another process (another rpcmux serve?) listens there; \
                          choose another address with --listen HOST:PORT (port 0 picks a free one)"

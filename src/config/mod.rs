@@ -8,6 +8,7 @@ mod access;
 mod auth;
 mod error;
 mod events;
+mod jsonrpc;
 mod limits;
 mod listen;
 mod ops;
@@ -21,6 +22,7 @@ pub use access::AccessLevel;
 pub use auth::AuthConfig;
 pub use error::ConfigError;
 pub use events::EventsConfig;
+pub use jsonrpc::{JsonrpcConfig, V1Error};
 pub use limits::{check_seconds, Limits};
 pub use listen::Listen;
 pub use ops::OpsConfig;
@@ -114,6 +116,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// Who may call what (`[auth]`, `--auth`; docs/auth.md): off unless `file` is set.
     pub auth: AuthConfig,
+    /// JSON-RPC 1.0's error shape (`[jsonrpc]`, docs/protocols.md).
+    pub jsonrpc: JsonrpcConfig,
 }
 
 impl Default for Config {
@@ -133,6 +137,7 @@ impl Default for Config {
             upstream: Vec::new(),
             events: Default::default(),
             auth: Default::default(),
+            jsonrpc: Default::default(),
         }
     }
 }

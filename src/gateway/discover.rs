@@ -193,7 +193,7 @@ pub(super) async fn discover(
         if let Some(e) = [&listed, &discovered]
             .into_iter()
             .filter_map(|r| r.as_ref().err())
-            .find(|e| e.code != RpcError::METHOD_NOT_FOUND)
+            .find(|e| !no_such_method(e))
         {
             if strict && unanswered(e) {
                 return Err(e.clone());
@@ -215,7 +215,7 @@ pub(super) async fn discover(
     let err = [listed, discovered]
         .into_iter()
         .filter_map(Result::err)
-        .find(|e| e.code != RpcError::METHOD_NOT_FOUND)
+        .find(|e| !no_such_method(e))
         .unwrap_or_else(|| {
             RpcError::new(
                 RpcError::METHOD_NOT_FOUND,
@@ -223,6 +223,14 @@ pub(super) async fn discover(
             )
         });
     Err(err)
+}
+
+/// Whether `e`, the answer to an introspection probe, says the upstream has no such
+/// method: -32601, or a JSON-RPC 1.0 text error (Go's `net/rpc/jsonrpc` answers "rpc:
+/// can't find service system.listMethods", with no code to tell it by; any fault in
+/// that shape is the upstream's own answer, so it has no introspection, not a fault).
+fn no_such_method(e: &RpcError) -> bool {
+    e.code == RpcError::METHOD_NOT_FOUND || e.code == crate::codes::ERR_UPSTREAM_TEXT_FAULT
 }
 
 /// Whether `e` says the upstream gave no answer of its own (the gateway's -32010..-32013).

@@ -523,6 +523,7 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
         }
         None => info,
     };
+    let legacy = bitcoind_client(headers);
     let gzip_reply = headers
         .get(ACCEPT_ENCODING)
         .and_then(|v| v.to_str().ok())
@@ -613,7 +614,7 @@ async fn rpc(req: Request<Incoming>, shared: &Shared, info: &ConnInfo) -> Reply 
             None => (StatusCode::NO_CONTENT, "application/msgpack", Vec::new()),
         },
         BodyKind::Json | BodyKind::Unlabelled => {
-            let (status, out) = json_rpc(body, shared, info).await;
+            let (status, out) = json_rpc(body, shared, info, legacy).await;
             (status, "application/json", out)
         }
     };
@@ -660,9 +661,27 @@ fn error_reply(kind: BodyKind, status: StatusCode, e: &RpcError) -> Reply {
     }
 }
 
-/// The status and body for a JSON-RPC request body.
-async fn json_rpc(body: Bytes, shared: &Shared, info: &ConnInfo) -> (StatusCode, Vec<u8>) {
-    let bounds = shared.json_bounds();
+/// Whether the request comes from a client written for bitcoind's replies, which
+/// (before bitcoind 28.0) carried `result` and `error` both whatever the request said:
+/// python-bitcoinrpc's `AuthServiceProxy` (and Bitcoin Core's test framework, its
+/// origin) sends `"jsonrpc":"2.0"` batch members yet reads `error` from every member.
+/// Its `User-Agent` is the only thing that tells it.
+fn bitcoind_client(headers: &hyper::HeaderMap) -> bool {
+    headers
+        .get(hyper::header::USER_AGENT)
+        .is_some_and(|ua| ua.as_bytes().starts_with(b"AuthServiceProxy/"))
+}
+
+/// The status and body for a JSON-RPC request body; `legacy`: every reply in 1.0's
+/// shape ([`bitcoind_client`]).
+async fn json_rpc(
+    body: Bytes,
+    shared: &Shared,
+    info: &ConnInfo,
+    legacy: bool,
+) -> (StatusCode, Vec<u8>) {
+    let mut bounds = shared.json_bounds();
+    bounds.shape.legacy = legacy;
     let size = body.len();
     let incoming = match crate::rpc::jsonrpc::parse(body, &bounds, &shared.verbs).await {
         Ok(i) => i,

@@ -2,6 +2,16 @@
 //! reply is written in its request's version: JSON-RPC 1.0 (no `"jsonrpc"`) gets
 //! `{"result":…,"error":null,"id":…}` (STOMP refuses 1.0: [`only_v2`]).
 //!
+//! What a JSON-RPC 1.0 client may rely on (docs/protocols.md, "JSON-RPC 1.0"):
+//! - its error is an object or a string as `[jsonrpc] v1_error` says ([`Shape`]):
+//!   by default a string on raw TCP, where Go's `net/rpc/jsonrpc` is the client (it
+//!   drops the connection on any other shape), an object elsewhere;
+//! - `"params":[null]` calls a verb of no parameters (Go's client always sends one
+//!   argument, `null` for none), where 2.0 would refuse it with -32602;
+//! - python-bitcoinrpc's `batch_`, whose members say `"jsonrpc":"2.0"` but which reads
+//!   `error` from every member as bitcoind's replies always had it, gets each member in
+//!   1.0's shape: the HTTP layer tells it by its `User-Agent` ([`Shape::legacy`]).
+//!
 //! What a request may cause is bounded here, not only its bytes: a batch has at most
 //! `max_batch` members (refused while parsing, before any member is built), each
 //! member's reply is encoded as soon as it is ready (a finished member holds bytes, not
@@ -30,6 +40,35 @@ pub(crate) struct Bounds {
     /// calls it carries.
     pub max_calls: usize,
     pub cap: ReplyCap,
+    /// How replies are shaped beyond their request's version.
+    pub shape: Shape,
+}
+
+/// The reply shape a client needs beyond what its request's version says.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Shape {
+    /// `[jsonrpc] v1_error`, resolved against the transport in [`answer`].
+    pub v1_error: crate::config::V1Error,
+    /// Every reply in 1.0's shape, whatever its request said: for clients written for
+    /// bitcoind before 28.0, which answered everything so (python-bitcoinrpc).
+    pub legacy: bool,
+}
+
+/// How one reply is written: its version, and a 1.0 error as text or object.
+#[derive(Clone, Copy)]
+struct Write {
+    version: Version,
+    text_error: bool,
+}
+
+impl Shape {
+    fn write(self, version: Version, protocol: &str) -> Write {
+        let version = if self.legacy { Version::V1 } else { version };
+        Write {
+            version,
+            text_error: version == Version::V1 && self.v1_error.is_text_on(protocol),
+        }
+    }
 }
 
 /// Parse a JSON-RPC body, on the blocking pool when it is big. The params of typed
@@ -94,14 +133,16 @@ pub(crate) async fn answer(
     size: usize,
     out: &mut Vec<u8>,
 ) -> bool {
+    let (shape, protocol) = (bounds.shape, ctx.protocol);
     match incoming {
         Incoming::Single(item) => match one(&verbs, ctx, item).await {
             Some((version, id, r)) => {
                 let start = out.len();
-                encode_into(out, size, version, &id, r).await;
+                let how = shape.write(version, protocol);
+                encode_into(out, size, how, &id, r).await;
                 if let Err(e) = bounds.cap.check(out.len() - start) {
                     crate::conn::reply_cap::discard_from(out, start);
-                    write_error_in(out, version, &id, &e);
+                    write_error_as(out, how, &id, &e);
                 }
                 true
             }
@@ -129,7 +170,8 @@ pub(crate) async fn answer(
                         let mut encoded = Vec::with_capacity(answered.len());
                         for (version, id, r) in answered {
                             let mut reply = Vec::new();
-                            encode_into(&mut reply, per_member, version, &id, r).await;
+                            let how = shape.write(version, protocol);
+                            encode_into(&mut reply, per_member, how, &id, r).await;
                             encoded.push(reply);
                         }
                         encoded
@@ -223,7 +265,11 @@ type Answer = (Version, Id, Result<Output, RpcError>);
 async fn one(verbs: &VerbTable, ctx: CallContext, item: Result<Request, Failed>) -> Option<Answer> {
     match item {
         Err(f) => Some((f.version, f.id, Err(f.error))),
-        Ok(req) => {
+        Ok(mut req) => {
+            if no_argument(verbs, &req) {
+                req.params = rpcmux_value::Params::default();
+                req.raw_params = None;
+            }
             let input = match &req.raw_params {
                 Some(raw) => Input::Json(raw.get()),
                 None => Input::Tree(req.params),
@@ -234,19 +280,52 @@ async fn one(verbs: &VerbTable, ctx: CallContext, item: Result<Request, Failed>)
     }
 }
 
-/// Append one reply object in its request's JSON-RPC `version` (a typed result
-/// serialized straight into `out`); on the blocking pool when its request was big.
+/// Whether `req` is JSON-RPC 1.0's "no argument" (`"params":[null]`, what Go's client
+/// sends for a nil argument) to a verb of this server that takes no parameters: it is
+/// called with none. A forwarded verb (its parameters unknown here) gets what was sent.
+fn no_argument(verbs: &VerbTable, req: &Request) -> bool {
+    if req.version != Version::V1 {
+        return false;
+    }
+    let one_null = match &req.raw_params {
+        Some(raw) => raw
+            .get()
+            .bytes()
+            .filter(|b| !b.is_ascii_whitespace())
+            .eq(*b"[null]"),
+        None => {
+            matches!(&req.params, rpcmux_value::Params::Positional(p) if p.as_slice() == [rpcmux_value::Value::Nil])
+        }
+    };
+    one_null
+        && verbs
+            .get(&req.method)
+            .is_some_and(|v| v.params.is_empty() && !v.is_passthrough())
+}
+
+/// An error in the shape `how` says.
+fn write_error_as(out: &mut Vec<u8>, how: Write, id: &Id, e: &RpcError) {
+    if how.text_error {
+        rpcmux_jsonrpc::write_error_text(out, id, e)
+    } else {
+        write_error_in(out, how.version, id, e)
+    }
+}
+
+/// Append one reply object in the shape `how` says (a typed result serialized straight
+/// into `out`); on the blocking pool when its request was big.
 async fn encode_into(
     out: &mut Vec<u8>,
     size: usize,
-    version: Version,
+    how: Write,
     id: &Id,
     r: Result<Output, RpcError>,
 ) {
+    let version = how.version;
     let write = move |out: &mut Vec<u8>, id: &Id, r: Result<Output, RpcError>| match r {
         Ok(Output::Value(v)) => write_result_in(out, version, id, &v),
         Ok(Output::Typed(t)) => write_result_with_in(out, version, id, |o| t.to_json(o)),
-        Err(e) => write_error_in(out, version, id, &e),
+        Err(e) => write_error_as(out, how, id, &e),
     };
     if size < offload::OFFLOAD_AT {
         return write(out, id, r);

@@ -65,6 +65,11 @@ pub struct Verb {
 }
 
 impl Verb {
+    /// Whether it takes its parameters as sent, unchecked (a verb forwarded upstream).
+    pub(crate) fn is_passthrough(&self) -> bool {
+        matches!(self.run, Run::Passthrough(_))
+    }
+
     /// The name it is called by.
     pub fn name(&self) -> &str {
         &self.name

@@ -462,3 +462,25 @@ pub fn password_hash(password: &str) -> String {
     assert!(hash.starts_with("$argon2id$"), "{hash}");
     hash
 }
+
+/// A Go program of tests/go (its package directory, e.g. `jsonrpc_client`), built by
+/// `go build` (Debian's `golang-go`) into the target directory, offline: the standard
+/// library only (GOFLAGS=-mod=mod, GOPROXY=off), its build cache in the target
+/// directory too. Built once per test binary run; Go's cache makes a rebuild cheap.
+pub fn go_build(package: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("go");
+    let out = dir.join(package);
+    let status = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(format!("./{package}"))
+        .current_dir(repo().join("tests/go"))
+        .env("GOFLAGS", "-mod=mod")
+        .env("GOPROXY", "off")
+        .env("GOCACHE", dir.join("cache"))
+        .env("GOPATH", dir.join("path"))
+        .status()
+        .unwrap_or_else(|e| panic!("run go (Debian: apt-get install golang-go): {e}"));
+    assert!(status.success(), "go build ./{package} failed");
+    out
+}

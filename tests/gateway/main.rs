@@ -11,6 +11,7 @@ mod common;
 mod support;
 
 mod credentials;
+mod go_upstream;
 mod multicall;
 mod peers;
 mod refresh;

@@ -166,3 +166,111 @@ fn an_explicit_listen_address_is_served_beside_the_passed_socket() {
     }
     drop(srv);
 }
+
+/// The lines of a systemd unit that set `key` (`Key=value`, comments skipped).
+fn unit_values(unit: &str, key: &str) -> Vec<String> {
+    unit.lines()
+        .filter_map(|l| l.trim().strip_prefix(key)?.strip_prefix('='))
+        .map(|v| v.trim().to_owned())
+        .collect()
+}
+
+/// docs/rpcmux.service, docs/rpcmux.socket and docs/rpcmux.toml as shipped, started
+/// together by `systemd-socket-activate` (systemd's own tool, binding the socket unit's
+/// address and passing it in as a `ListenStream=` unit does) running the service's
+/// `ExecStart=` with the sample copied to an `/etc/rpcmux`-like folder. The socket's
+/// address is also the config's `listen`: served once, on the passed socket (it failed
+/// with "address in use" before). The sample is a production one: no demo verbs. The
+/// address is moved to a free port in both copies alike, so the test binds no fixed port.
+#[test]
+fn the_shipped_samples_start_together() {
+    let docs = repo().join("docs");
+    let read = |name: &str| std::fs::read_to_string(docs.join(name)).unwrap();
+    let (service, socket, sample) = (
+        read("rpcmux.service"),
+        read("rpcmux.socket"),
+        read("rpcmux.toml"),
+    );
+    let streams = unit_values(&socket, "ListenStream");
+    assert_eq!(streams.len(), 1, "{streams:?}");
+    let config = rpcmux::Config::from_toml(&sample).unwrap();
+    assert_eq!(
+        config
+            .listen
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        streams,
+        "the sample config listens where the socket unit does"
+    );
+    assert!(!config.demo, "a production sample serves no demo verbs");
+    assert!(unit_values(&service, "Requires").contains(&"rpcmux.socket".to_owned()));
+    assert!(
+        unit_values(&service, "Documentation").is_empty(),
+        "no URL answers yet"
+    );
+    let exec = unit_values(&service, "ExecStart");
+    let args: Vec<&str> = exec[0].split_whitespace().skip(1).collect();
+    assert_eq!(args, ["serve", "--config", "/etc/rpcmux/rpcmux.toml"]);
+
+    let etc = temp_dir("samples").join("etc/rpcmux");
+    std::fs::create_dir_all(&etc).unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let copy = etc.join("rpcmux.toml");
+    std::fs::write(&copy, sample.replace(&streams[0], &addr.to_string())).unwrap();
+    let copy = copy.to_str().unwrap();
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| {
+            if *a == "/etc/rpcmux/rpcmux.toml" {
+                copy
+            } else {
+                a
+            }
+        })
+        .collect();
+    let mut cmd = Command::new("systemd-socket-activate");
+    cmd.args(["-E", "RUST_LOG=info", "-l", &addr.to_string()])
+        .arg(env!("CARGO_BIN_EXE_rpcmux"))
+        .args(&args);
+    // The server starts at the first connection; wait for the tool to bind first.
+    let starting = std::thread::spawn(move || Server::spawn_listeners(cmd, 1));
+    let end = std::time::Instant::now() + Duration::from_secs(20);
+    let mut first = loop {
+        match std::net::TcpStream::connect(addr) {
+            Ok(s) => break s,
+            Err(_) if std::time::Instant::now() < end => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("systemd-socket-activate does not listen on {addr}: {e}"),
+        }
+    };
+    let srv = starting.join().expect("the activated server");
+    assert_eq!(srv.addrs, vec![addr], "the one address, served once");
+    assert!(srv.log().contains("served once"), "{}", srv.log());
+    use std::io::{Read, Write};
+    let body = br#"{"jsonrpc":"2.0","method":"system.listMethods","id":1}"#;
+    write!(
+        first,
+        "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    first.write_all(body).unwrap();
+    let mut raw = Vec::new();
+    first.read_to_end(&mut raw).unwrap();
+    let (status, _, reply) = parse_http(&raw);
+    assert_eq!(status, 200);
+    let methods = json(&reply)["result"].clone();
+    assert!(
+        methods.as_array().is_some_and(|m| !m.is_empty()),
+        "{methods}"
+    );
+    assert!(!methods.to_string().contains("VM.create"), "{methods}");
+    drop(srv);
+}

@@ -621,6 +621,16 @@ fn call_errors_name_their_probable_cause() {
         lines[1].contains(r#"quote a string as '"123"'"#) && lines[1].contains("-f FILE"),
         "{e}"
     );
+    // A -32602 the guessing cannot explain: a number out of range, a plain word where a
+    // number is wanted. No hint.
+    for args in [["sleep", "70000"], ["sleep", "x"]] {
+        let mut argv = vec!["call", plain_addr.as_str()];
+        argv.extend(args);
+        let out = rpcmux(&argv, None);
+        let e = text(&out.stderr);
+        assert!(e.starts_with("error -32602: "), "{e}");
+        assert_eq!(e.lines().count(), 1, "{args:?}: {e}");
+    }
     // Params given as JSON were meant as written: no hint.
     let out = rpcmux(
         &["call", "-f", "-", &plain_addr, "VM.getStats"],

@@ -15,16 +15,17 @@ fn real_python_clients_jsonrpclib_and_tinyrpc() {
     );
 }
 
-/// JSON-RPC 1.0 (no "jsonrpc" member): python-bitcoinrpc's AuthServiceProxy and
-/// jsonrpclib-pelix with version=1.0 over HTTP, and 1.0 requests over raw TCP and
-/// WebSocket, each answered in 1.0's shape (result and error both present, one null).
+/// JSON-RPC 1.0 (no "jsonrpc" member): python-bitcoinrpc's AuthServiceProxy (its
+/// `batch_` too) and jsonrpclib-pelix with version=1.0 over HTTP, and 1.0 requests over
+/// raw TCP and WebSocket, each answered in 1.0's shape (result and error both present,
+/// one null).
 #[test]
 fn json_rpc_1_clients_bitcoinrpc_and_jsonrpclib() {
     let srv = Server::start(&[]);
     let out = run_py("jsonrpc_v1_clients.py", &["127.0.0.1", &srv.port()]);
     assert_eq!(
         out.lines().filter(|l| l.starts_with("ok ")).count(),
-        17,
+        19,
         "{out}"
     );
 }

@@ -18,6 +18,7 @@ mod connections;
 mod embed;
 mod events_resume;
 mod fuzz_regressions;
+mod go_jsonrpc;
 mod http2;
 mod jsonrpc_http;
 mod jsonrpc_tcp;

@@ -48,6 +48,14 @@ try:
     raise AssertionError("unknown verb did not fail")
 except JSONRPCException as e:
     check("bitcoinrpc method not found", e.code, -32601)
+# batch_ sends "jsonrpc":"2.0" members yet reads response["error"] of each, as bitcoind
+# (before 28.0) always sent it: rpcmux tells the client by its User-Agent.
+check("bitcoinrpc batch_", btc.batch_([["echo", 1], ["ping"], ["echo", "x"]]), [1, True, "x"])
+try:
+    btc.batch_([["ping"], ["no_such_verb"]])
+    raise AssertionError("batch with an unknown verb did not fail")
+except JSONRPCException as e:
+    check("bitcoinrpc batch_ error", e.code, -32601)
 
 # jsonrpclib-pelix as a 1.0 client: no "jsonrpc", params always an array, and a
 # notification is "id": null (answered with an empty 200).

@@ -42,8 +42,8 @@ pub use request::{
     parse, parse_for, parse_with, Failed, Incoming, ParseLimits, RawParams, Request, Version,
 };
 pub use response::{
-    parse_response, parse_response_or_notification, write_error, write_error_in,
+    parse_response, parse_response_or_notification, write_error, write_error_in, write_error_text,
     write_notification, write_request, write_result, write_result_in, write_result_with,
-    write_result_with_in, Response,
+    write_result_with_in, Response, TEXT_ERROR_CODE,
 };
 pub use split::{Split, Splitter, Unfinished};

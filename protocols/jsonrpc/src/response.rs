@@ -97,6 +97,24 @@ pub fn write_error_in(out: &mut Vec<u8>, version: Version, id: &Id, err: &RpcErr
     out.push(b'}');
 }
 
+/// A JSON-RPC 1.0 error as text: `{"result":null,"error":"…","id":…}`, the shape Go's
+/// `net/rpc/jsonrpc` client reads (it takes `error` as a string and gives up on the
+/// connection when it is anything else). The text is the message with its code after
+/// it, `"Method not found: nope (code -32601)"`, so a Go caller still sees the code.
+pub fn write_error_text(out: &mut Vec<u8>, id: &Id, err: &RpcError) {
+    out.extend_from_slice(br#"{"result":null,"error":"#);
+    write_json(out, &format!("{} (code {})", err.message, err.code));
+    out.extend_from_slice(br#","id":"#);
+    id.write(out);
+    out.push(b'}');
+}
+
+/// The code a text error reads as ([`parse_response`]): JSON-RPC 1.0 leaves the shape of
+/// `error` open, and Go's `net/rpc/jsonrpc` servers send a bare string
+/// (`"error":"divide by zero"`), which carries no code. It is in the range JSON-RPC
+/// leaves to servers, next to rpcmux's gateway codes (-32010..-32013).
+pub const TEXT_ERROR_CODE: i64 = -32014;
+
 /// A notification `{"jsonrpc":"2.0","method":…,"params":…}`: how servers push events.
 pub fn write_notification(out: &mut Vec<u8>, method: &str, params: &Value) {
     out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"#);
@@ -131,11 +149,17 @@ pub struct Response {
     pub outcome: Result<Value, RpcError>,
 }
 
+/// `error` as servers send it: 2.0's object, or (JSON-RPC 1.0, as Go's
+/// `net/rpc/jsonrpc` server writes it) a bare string.
 #[derive(Deserialize)]
-struct WireError {
-    code: i64,
-    message: String,
-    data: Option<Value>,
+#[serde(untagged)]
+enum WireError {
+    Object {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    Text(String),
 }
 
 #[derive(Deserialize)]
@@ -158,10 +182,19 @@ impl WireResponse<'_> {
             })?,
         };
         let outcome = match self.error {
-            Some(e) => Err(RpcError {
-                code: e.code,
-                message: e.message,
-                data: e.data.map(Box::new),
+            Some(WireError::Object {
+                code,
+                message,
+                data,
+            }) => Err(RpcError {
+                code,
+                message,
+                data: data.map(Box::new),
+            }),
+            Some(WireError::Text(message)) => Err(RpcError {
+                code: TEXT_ERROR_CODE,
+                message,
+                data: None,
             }),
             None => Ok(self.result.unwrap_or(Value::Nil)),
         };
@@ -245,6 +278,27 @@ mod tests {
             r#"{"result":null,"error":{"code":-32601,"message":"Method not found: nope"},"id":3}"#
         );
         assert_eq!(parse_response(&out).unwrap().outcome, Err(err));
+    }
+
+    #[test]
+    fn text_errors_both_ways() {
+        // Go's net/rpc/jsonrpc server: the error is a string, the result null.
+        let back = parse_response(br#"{"id":1,"result":null,"error":"divide by zero"}"#).unwrap();
+        let want = RpcError {
+            code: TEXT_ERROR_CODE,
+            message: "divide by zero".into(),
+            data: None,
+        };
+        assert_eq!((back.id, back.outcome), (Id::from(1), Err(want)));
+        let ok = parse_response(br#"{"id":2,"result":7,"error":null}"#).unwrap();
+        assert_eq!(ok.outcome, Ok(Value::Int(7)));
+        assert!(parse_response(br#"{"id":3,"error":5}"#).is_err());
+        let mut out = Vec::new();
+        write_error_text(&mut out, &Id::from(4), &RpcError::method_not_found("nope"));
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"result":null,"error":"Method not found: nope (code -32601)","id":4}"#
+        );
     }
 
     #[test]
