@@ -348,14 +348,14 @@ mod tests {
         (1..=n)
             .map(|q| Ev {
                 id: (7, q),
-                name: format!("|m|{}", if q % 2 == 0 { "a" } else { "b" }),
+                name: format!("|m|{}", if q.is_multiple_of(2) { "a" } else { "b" }),
                 tag: format!("0-{q}"),
             })
             .collect()
     }
 
     fn ev(q: u64) -> Obs {
-        let name = format!("|m|{}", if q % 2 == 0 { "a" } else { "b" });
+        let name = format!("|m|{}", if q.is_multiple_of(2) { "a" } else { "b" });
         Obs::Event {
             id: (7, q),
             name,

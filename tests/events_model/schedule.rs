@@ -301,7 +301,7 @@ fn client(
             &mut conn,
             &mut last,
             truth,
-            pipelined.then(|| (k, &mut own)),
+            pipelined.then_some((k, &mut own)),
         );
         conns.push(conn);
         // A connection that lost events (overflow), or one whose last read the truth

@@ -377,8 +377,11 @@ fn msgpack_msg(v: Json) -> Option<Msg> {
     }
 }
 
-/// A STOMP frame at the start of `buf`: command, headers, body, bytes used.
-fn stomp_frame(buf: &[u8]) -> Option<(String, Vec<(String, String)>, Vec<u8>, usize)> {
+/// A STOMP frame read: command, headers, body, bytes used.
+type StompFrame = (String, Vec<(String, String)>, Vec<u8>, usize);
+
+/// A STOMP frame at the start of `buf`.
+fn stomp_frame(buf: &[u8]) -> Option<StompFrame> {
     // Heart-beats: bare line ends.
     let skip = buf
         .iter()
