@@ -108,7 +108,7 @@ mod engine {
     /// The open log (see the module doc).
     pub(crate) struct EventLog {
         keyspace: Keyspace,
-        events: PartitionHandle,
+        pub(super) events: PartitionHandle,
         meta: PartitionHandle,
         /// The key the next event is kept under, and the oldest key still kept.
         next_key: u64,
@@ -199,7 +199,14 @@ mod engine {
                     let secs = SystemTime::now()
                         .duration_since(UNIX_EPOCH)
                         .map_or(0, |d| d.as_secs());
-                    let aside = dir.join(format!("log.corrupt-{secs}"));
+                    // A free name (two damaged logs within one second keep both).
+                    let aside = (0..100)
+                        .map(|n| match n {
+                            0 => dir.join(format!("log.corrupt-{secs}")),
+                            n => dir.join(format!("log.corrupt-{secs}-{n}")),
+                        })
+                        .find(|p| !p.exists())
+                        .unwrap_or_else(|| dir.join(format!("log.corrupt-{secs}-last")));
                     tracing::error!(
                         dir = %dir.display(),
                         error = %why,
@@ -380,5 +387,193 @@ mod engine {
         let kept = UNIX_EPOCH + Duration::from_millis(ms);
         let event = wire::decode(envelope, MAX_ENTRY)?;
         Ok((event, now.duration_since(kept).unwrap_or(Duration::ZERO)))
+    }
+}
+
+#[cfg(all(test, feature = "events-log"))]
+mod tests {
+    use super::*;
+    use crate::events::retention::Retention;
+    use crate::events::{EventHub, EventId, Since};
+    use rpcmux_value::{Map, Value};
+    use std::time::Duration;
+
+    fn bounds(events: usize) -> Bounds {
+        Bounds {
+            events,
+            bytes: 64 << 20,
+            age: Duration::from_secs(300),
+        }
+    }
+
+    /// A fresh directory for one test.
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rpcmux-log-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+
+    fn place(dir: &std::path::Path) -> Place {
+        Place {
+            dir: Some(dir.to_owned()),
+            node: dir.display().to_string(),
+            fsync: false,
+        }
+    }
+
+    fn hub(dir: &std::path::Path, keep: usize) -> EventHub {
+        EventHub::with_log(16, bounds(keep), &place(dir)).unwrap()
+    }
+
+    fn ids(r: &mut Retention) -> Vec<EventId> {
+        r.after(Since::Oldest).unwrap().iter().map(|e| e.id()).collect()
+    }
+
+    fn event(origin: u64, seq: u64) -> Arc<Event> {
+        let mut m = Map::default();
+        m.insert("n".into(), Value::Int(seq as i64));
+        Arc::new(Event::new("|t", Value::Struct(Box::new(m))).with_id(EventId { origin, seq }))
+    }
+
+    #[test]
+    fn a_reopened_log_keeps_the_origin_the_seq_and_the_window() {
+        let d = dir("reopen");
+        let h = hub(&d, 100);
+        let origin = h.instance();
+        for n in 0..5 {
+            h.publish(&format!("|t|{n}"), Map::default());
+        }
+        // An event of another instance is part of the window too.
+        h.deliver(&event(0xfeed, 9));
+        drop(h);
+        let h = hub(&d, 100);
+        assert_eq!(h.instance(), origin, "the same instance id");
+        h.publish("|t|5", Map::default());
+        drop(h);
+        let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
+        assert_eq!(r.own(), (origin, 6), "seq continued, never reused");
+        let want: Vec<EventId> = (1..=5)
+            .map(|seq| EventId { origin, seq })
+            .chain([EventId { origin: 0xfeed, seq: 9 }, EventId { origin, seq: 6 }])
+            .collect();
+        assert_eq!(ids(&mut r), want);
+        // A resume from before the restarts replays seamlessly.
+        let after = r.after(Since::After(EventId { origin, seq: 3 })).unwrap();
+        assert_eq!(after.len(), 4);
+        assert_eq!(after[0].name, "|t|3");
+        drop(r);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn todays_bounds_apply_on_load_and_the_seq_survives_them() {
+        let d = dir("bounds");
+        let h = hub(&d, 100);
+        let origin = h.instance();
+        for _ in 0..10 {
+            h.publish("|t", Map::default());
+        }
+        drop(h);
+        // A smaller window: the newest 3.
+        let mut r = Retention::open(bounds(3), &place(&d)).unwrap();
+        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [8, 9, 10]);
+        r.push(event(origin, 11));
+        drop(r);
+        // The log kept only the window's events: a bigger bound finds no more.
+        let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
+        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [9, 10, 11]);
+        drop(r);
+        // Past retain_secs nothing is loaded, and the seq still continues.
+        std::thread::sleep(Duration::from_millis(30));
+        let aged = Bounds {
+            age: Duration::from_millis(10),
+            ..bounds(100)
+        };
+        let mut r = Retention::open(aged, &place(&d)).unwrap();
+        assert!(ids(&mut r).is_empty());
+        assert_eq!(r.own(), (origin, 11));
+        // A zero window keeps nothing but still the seq.
+        drop(r);
+        let h = EventHub::with_log(16, bounds(0), &place(&d)).unwrap();
+        h.publish("|t", Map::default());
+        drop(h);
+        let r = Retention::open(bounds(100), &place(&d)).unwrap();
+        assert_eq!(r.own(), (origin, 12));
+        drop(r);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn an_entry_that_does_not_read_back_cuts_the_window_there() {
+        let d = dir("entry");
+        let h = hub(&d, 100);
+        let origin = h.instance();
+        for _ in 0..6 {
+            h.publish("|t", Map::default());
+        }
+        drop(h);
+        {
+            // The 3rd event's entry damaged (keys count from 0).
+            let (log, _) = EventLog::open(&d, 1, false, bounds(100)).unwrap();
+            log.events.insert(2u64.to_be_bytes(), b"\0\0\0\0\0\0\0\0garbage".to_vec()).unwrap();
+        }
+        let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
+        assert_eq!(r.own(), (origin, 6));
+        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [4, 5, 6]);
+        // Across the damaged one: a reported gap (-32007), not a replay with a hole.
+        let e = r.after(Since::After(EventId { origin, seq: 1 })).unwrap_err();
+        assert_eq!(e.why, crate::events::retention::Why::TooOld);
+        drop(r);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_log_that_does_not_open_is_moved_aside_as_a_new_incarnation() {
+        let d = dir("corrupt");
+        let h = hub(&d, 100);
+        let origin = h.instance();
+        h.publish("|t", Map::default());
+        drop(h);
+        // Every file of the keyspace overwritten with garbage: no panic, a new origin
+        // of the same node (a restart, reported as one), or the same origin with what
+        // the engine could recover (its seq never below what the window shows).
+        let mut files = vec![d.join("log")];
+        while let Some(p) = files.pop() {
+            if p.is_dir() {
+                files.extend(std::fs::read_dir(&p).unwrap().map(|e| e.unwrap().path()));
+            } else {
+                let len = std::fs::metadata(&p).unwrap().len() as usize;
+                std::fs::write(&p, vec![0xa5; len.max(16)]).unwrap();
+            }
+        }
+        let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
+        let (now, seq) = r.own();
+        assert_eq!(crate::events::id::node_of(now), crate::events::id::node_of(origin));
+        if now == origin {
+            assert!(ids(&mut r).iter().all(|i| i.seq <= seq));
+        }
+        drop(r);
+        // A log directory that is not one at all: moved aside, a new incarnation.
+        std::fs::remove_dir_all(d.join("log")).unwrap();
+        std::fs::write(d.join("log"), b"not a keyspace").unwrap();
+        let r = Retention::open(bounds(100), &place(&d)).unwrap();
+        assert_ne!(r.own().0, origin);
+        assert_eq!(r.own().1, 0);
+        assert!(std::fs::read_dir(&d)
+            .unwrap()
+            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("log.corrupt-")));
+        drop(r);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn one_instance_per_directory() {
+        let d = dir("lock");
+        let h = hub(&d, 100);
+        let e = EventHub::with_log(16, bounds(100), &place(&d)).unwrap_err();
+        assert!(e.to_string().contains("another process"), "{e}");
+        drop(h);
+        hub(&d, 100);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

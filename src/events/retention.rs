@@ -316,6 +316,88 @@ mod tests {
         );
     }
 
+    fn after(r: &mut Retention, origin: u64, seq: u64) -> Result<Vec<u64>, TooOld> {
+        r.after(Since::After(EventId { origin, seq }))
+            .map(|v| seqs(&v))
+    }
+
+    #[test]
+    fn a_fleet_resume_after_a_restart_is_not_too_old() {
+        // Issue 46 case 5: an instance (restarted, or whose window moved on) holds
+        // 0xa-305.. of origin 0xa; a client that handled 0xa-304 elsewhere misses
+        // nothing of 0xa.
+        let own = 0x0000_0001_0000_0001;
+        let mut r = Retention::new(bounds(100, usize::MAX)).owned_by(own);
+        r.push(ev(0xb, 7, 1));
+        for seq in 305..=307 {
+            r.push(ev(0xa, seq, 1));
+        }
+        assert_eq!(after(&mut r, 0xa, 304).unwrap(), [7, 305, 306, 307], "all of 0xa after 304");
+        assert_eq!(after(&mut r, 0xa, 305).unwrap(), [306, 307]);
+        assert_eq!(after(&mut r, 0xa, 400).unwrap(), [] as [u64; 0], "past the newest");
+        let old = after(&mut r, 0xa, 303).unwrap_err();
+        assert_eq!(old.why, Why::TooOld, "0xa-304 is missing");
+        assert_eq!(old.oldest, Some(EventId { origin: 0xb, seq: 7 }));
+        assert_eq!(after(&mut r, 0xa, u64::MAX).unwrap(), [] as [u64; 0]);
+    }
+
+    #[test]
+    fn too_old_says_why() {
+        let own = 0x0000_0001_0000_0001;
+        let mut r = Retention::new(bounds(2, usize::MAX)).owned_by(own);
+        let why = |r: &mut Retention, origin, seq| after(r, origin, seq).unwrap_err().why;
+        // Nothing of its own retained yet: an earlier incarnation of its node restarted.
+        assert_eq!(why(&mut r, 0x0000_0001_0000_0002, 5), Why::Restarted);
+        assert_eq!(why(&mut r, 0x0000_0002_0000_0002, 5), Why::Unknown);
+        // Its own origin with nothing given out since: nothing was missed.
+        assert_eq!(after(&mut r, own, 0).unwrap(), [] as [u64; 0]);
+        for seq in 1..=4 {
+            r.push(ev(own, seq, 1));
+        }
+        assert_eq!(why(&mut r, own, 1), Why::TooOld);
+        assert_eq!(after(&mut r, own, 2).unwrap(), [3, 4], "3 is the oldest kept");
+        // Another node's instance is retained: a new incarnation of it means a restart.
+        r.push(ev(0x0000_0003_0000_0001, 1, 1));
+        assert_eq!(why(&mut r, 0x0000_0003_0000_0009, 1), Why::Restarted);
+        // Its own events all gone, the seq it gave out last is still known.
+        r.push(ev(0x0000_0003_0000_0001, 2, 1));
+        assert_eq!(why(&mut r, own, 3), Why::TooOld);
+        assert_eq!(after(&mut r, own, 4).unwrap(), [1, 2], "nothing of its own since 4");
+    }
+
+    #[test]
+    fn the_index_follows_the_window() {
+        let mut r = Retention::new(bounds(1000, usize::MAX));
+        // Three origins interleaved, 10,000 events through a window of 1,000.
+        for n in 0..10_000u64 {
+            r.push(ev(n % 3, n / 3 + 1, 1));
+        }
+        assert_eq!(r.index.values().map(VecDeque::len).sum::<usize>(), 1000);
+        assert!(r.index.values().all(|e| e.front().unwrap().1 >= r.base));
+        // The start found by the index is where a scan finds it.
+        for origin in 0..3 {
+            for seq in (3000..3340).step_by(7) {
+                let since = Since::After(EventId { origin, seq });
+                let scan = r
+                    .events
+                    .iter()
+                    .rposition(|(e, _)| e.id().origin == origin && e.id().seq <= seq)
+                    .map(|i| i + 1);
+                match (r.start(since), scan) {
+                    (Ok(i), Some(j)) => assert_eq!(i, j, "{origin}-{seq}"),
+                    (Ok(0), None) => {
+                        assert_eq!(r.index[&origin][0].0, seq + 1, "case 2 only")
+                    }
+                    (got, want) => panic!("{origin}-{seq}: {got:?} vs {want:?}"),
+                }
+            }
+        }
+        // Out of its origin's order: retained, not indexed.
+        r.push(ev(0, 5, 1));
+        assert_eq!(r.len_and_bytes().0, 1000);
+        assert_eq!(after(&mut r, 0, 3334).unwrap().last(), Some(&5));
+    }
+
     #[test]
     fn nothing_is_kept_with_a_zero_window() {
         let mut r = Retention::new(bounds(0, 0));
