@@ -351,8 +351,14 @@ mod engine {
             if batch.is_empty() {
                 return;
             }
-            let durability = self.fsync.then_some(PersistMode::SyncData);
-            if let Err(e) = batch.durability(durability).commit() {
+            // Written to the OS before the publish returns (what a process kill cannot
+            // take), synced too with `fsync`. `None` would leave it in fjall's buffer.
+            let durability = if self.fsync {
+                PersistMode::SyncData
+            } else {
+                PersistMode::Buffer
+            };
+            if let Err(e) = batch.durability(Some(durability)).commit() {
                 tracing::error!(dir = %self.dir.display(), error = %e, "events log: an append failed");
                 self.fail();
             }
