@@ -336,7 +336,11 @@ fn gap_reason(e: &RpcError) -> Option<&'static str> {
     if e.code != SINCE_TOO_OLD {
         return None;
     }
-    let data = e.data.as_deref().and_then(|d| d.get("reason")).and_then(Value::as_str);
+    let data = e
+        .data
+        .as_deref()
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str);
     let text = data.unwrap_or(&e.message);
     ["restarted instance", "unknown instance", "too old"]
         .into_iter()
@@ -371,9 +375,15 @@ mod tests {
     #[test]
     fn a_restart_is_a_gap_other_refusals_are_not() {
         let e = |code, msg: &str| RpcError::new(code, msg);
-        let restarted = e(-32007, "restarted instance: since is from an earlier run (oldest retained: none)");
+        let restarted = e(
+            -32007,
+            "restarted instance: since is from an earlier run (oldest retained: none)",
+        );
         assert_eq!(gap_reason(&restarted), Some("restarted instance"));
-        let unknown = e(-32007, "unknown instance: since is from an instance this one has never heard of");
+        let unknown = e(
+            -32007,
+            "unknown instance: since is from an instance this one has never heard of",
+        );
         assert_eq!(gap_reason(&unknown), Some("unknown instance"));
         // data.reason wins where the protocol carries it.
         let mut data = rpcmux_value::Map::default();
@@ -381,7 +391,10 @@ mod tests {
         let with_data = e(-32007, "whatever").with_data(Value::Struct(Box::new(data)));
         assert_eq!(gap_reason(&with_data), Some("restarted instance"));
         // An older server's message, and "too old" itself.
-        let older = e(-32007, "since is older than the events retained here (oldest retained: none)");
+        let older = e(
+            -32007,
+            "since is older than the events retained here (oldest retained: none)",
+        );
         assert_eq!(gap_reason(&older), Some("too old"));
         assert_eq!(gap_reason(&e(-32602, "bad pattern")), None);
         assert_eq!(gap_reason(&e(-32000, "permission denied")), None);

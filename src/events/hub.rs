@@ -104,7 +104,10 @@ fn too_old(old: retention::TooOld) -> RpcError {
     let shown = oldest.as_deref().unwrap_or("none");
     let mut data = Map::default();
     data.insert("reason".into(), Value::from(reason));
-    data.insert("oldest".into(), oldest.clone().map_or(Value::Nil, Value::from));
+    data.insert(
+        "oldest".into(),
+        oldest.clone().map_or(Value::Nil, Value::from),
+    );
     RpcError::new(
         ERR_SINCE_TOO_OLD,
         format!("{reason}: {detail} (oldest retained: {shown}); subscribe with since \"0\" for all that is retained"),

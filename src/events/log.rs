@@ -34,11 +34,19 @@
 //! log holds exactly the window's events: each append also deletes the keys that left the
 //! window since the last one, and fjall's journal and compaction keep the disk bounded.
 
-use crate::events::retention::Bounds;
 use crate::events::Event;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How much of the log is loaded: the retention window's bounds
+/// (src/events/retention.rs, which depends on this file and not the other way).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Within {
+    pub events: usize,
+    pub bytes: usize,
+    pub age: Duration,
+}
 
 /// Where an instance keeps its events across restarts (see the module doc).
 #[derive(Debug, Clone, Default)]
@@ -75,7 +83,7 @@ impl EventLog {
         _dir: &std::path::Path,
         _node: u32,
         _fsync: bool,
-        _bounds: Bounds,
+        _within: Within,
     ) -> std::io::Result<(EventLog, Loaded)> {
         Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -88,7 +96,8 @@ impl EventLog {
 
 #[cfg(feature = "events-log")]
 mod engine {
-    use super::{Bounds, Loaded};
+    // Paths from the crate root: the import graph (scripts/check-floors) is per file.
+    use crate::events::log::{Loaded, Within as Bounds};
     use crate::events::{id, wire, Event};
     use fjall::{Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
     use std::io;
@@ -399,7 +408,7 @@ mod engine {
 #[cfg(all(test, feature = "events-log"))]
 mod tests {
     use super::*;
-    use crate::events::retention::Retention;
+    use crate::events::retention::{Bounds, Retention};
     use crate::events::{EventHub, EventId, Since};
     use rpcmux_value::{Map, Value};
     use std::time::Duration;
@@ -432,7 +441,11 @@ mod tests {
     }
 
     fn ids(r: &mut Retention) -> Vec<EventId> {
-        r.after(Since::Oldest).unwrap().iter().map(|e| e.id()).collect()
+        r.after(Since::Oldest)
+            .unwrap()
+            .iter()
+            .map(|e| e.id())
+            .collect()
     }
 
     fn event(origin: u64, seq: u64) -> Arc<Event> {
@@ -460,7 +473,13 @@ mod tests {
         assert_eq!(r.own(), (origin, 6), "seq continued, never reused");
         let want: Vec<EventId> = (1..=5)
             .map(|seq| EventId { origin, seq })
-            .chain([EventId { origin: 0xfeed, seq: 9 }, EventId { origin, seq: 6 }])
+            .chain([
+                EventId {
+                    origin: 0xfeed,
+                    seq: 9,
+                },
+                EventId { origin, seq: 6 },
+            ])
             .collect();
         assert_eq!(ids(&mut r), want);
         // A resume from before the restarts replays seamlessly.
@@ -482,12 +501,18 @@ mod tests {
         drop(h);
         // A smaller window: the newest 3.
         let mut r = Retention::open(bounds(3), &place(&d)).unwrap();
-        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [8, 9, 10]);
+        assert_eq!(
+            ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(),
+            [8, 9, 10]
+        );
         r.push(event(origin, 11));
         drop(r);
         // The log kept only the window's events: a bigger bound finds no more.
         let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
-        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [9, 10, 11]);
+        assert_eq!(
+            ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(),
+            [9, 10, 11]
+        );
         drop(r);
         // Past retain_secs nothing is loaded, and the seq still continues.
         std::thread::sleep(Duration::from_millis(30));
@@ -520,14 +545,26 @@ mod tests {
         drop(h);
         {
             // The 3rd event's entry damaged (keys count from 0).
-            let (log, _) = EventLog::open(&d, 1, false, bounds(100)).unwrap();
-            log.events.insert(2u64.to_be_bytes(), b"\0\0\0\0\0\0\0\0garbage".to_vec()).unwrap();
+            let within = Within {
+                events: 100,
+                bytes: 64 << 20,
+                age: Duration::from_secs(300),
+            };
+            let (log, _) = EventLog::open(&d, 1, false, within).unwrap();
+            log.events
+                .insert(2u64.to_be_bytes(), b"\0\0\0\0\0\0\0\0garbage".to_vec())
+                .unwrap();
         }
         let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
         assert_eq!(r.own(), (origin, 6));
-        assert_eq!(ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(), [4, 5, 6]);
+        assert_eq!(
+            ids(&mut r).iter().map(|i| i.seq).collect::<Vec<_>>(),
+            [4, 5, 6]
+        );
         // Across the damaged one: a reported gap (-32007), not a replay with a hole.
-        let e = r.after(Since::After(EventId { origin, seq: 1 })).unwrap_err();
+        let e = r
+            .after(Since::After(EventId { origin, seq: 1 }))
+            .unwrap_err();
         assert_eq!(e.why, crate::events::retention::Why::TooOld);
         drop(r);
         std::fs::remove_dir_all(&d).unwrap();
@@ -554,7 +591,10 @@ mod tests {
         }
         let mut r = Retention::open(bounds(100), &place(&d)).unwrap();
         let (now, seq) = r.own();
-        assert_eq!(crate::events::id::node_of(now), crate::events::id::node_of(origin));
+        assert_eq!(
+            crate::events::id::node_of(now),
+            crate::events::id::node_of(origin)
+        );
         if now == origin {
             assert!(ids(&mut r).iter().all(|i| i.seq <= seq));
         }
@@ -565,9 +605,11 @@ mod tests {
         let r = Retention::open(bounds(100), &place(&d)).unwrap();
         assert_ne!(r.own().0, origin);
         assert_eq!(r.own().1, 0);
-        assert!(std::fs::read_dir(&d)
+        assert!(std::fs::read_dir(&d).unwrap().any(|e| e
             .unwrap()
-            .any(|e| e.unwrap().file_name().to_string_lossy().starts_with("log.corrupt-")));
+            .file_name()
+            .to_string_lossy()
+            .starts_with("log.corrupt-")));
         drop(r);
         std::fs::remove_dir_all(&d).unwrap();
     }

@@ -114,7 +114,12 @@ impl Retention {
         let Some(dir) = &place.dir else {
             return Ok(Retention::new(bounds).owned_by(id::new_origin(node)));
         };
-        let (log, loaded) = crate::events::log::EventLog::open(dir, node, place.fsync, bounds)?;
+        let within = crate::events::log::Within {
+            events: bounds.events,
+            bytes: bounds.bytes,
+            age: bounds.age,
+        };
+        let (log, loaded) = crate::events::log::EventLog::open(dir, node, place.fsync, within)?;
         let mut r = Retention::new(bounds).owned_by(loaded.origin);
         r.own_last = loaded.seq;
         for (event, at) in loaded.events {
@@ -332,12 +337,26 @@ mod tests {
         for seq in 305..=307 {
             r.push(ev(0xa, seq, 1));
         }
-        assert_eq!(after(&mut r, 0xa, 304).unwrap(), [7, 305, 306, 307], "all of 0xa after 304");
+        assert_eq!(
+            after(&mut r, 0xa, 304).unwrap(),
+            [7, 305, 306, 307],
+            "all of 0xa after 304"
+        );
         assert_eq!(after(&mut r, 0xa, 305).unwrap(), [306, 307]);
-        assert_eq!(after(&mut r, 0xa, 400).unwrap(), [] as [u64; 0], "past the newest");
+        assert_eq!(
+            after(&mut r, 0xa, 400).unwrap(),
+            [] as [u64; 0],
+            "past the newest"
+        );
         let old = after(&mut r, 0xa, 303).unwrap_err();
         assert_eq!(old.why, Why::TooOld, "0xa-304 is missing");
-        assert_eq!(old.oldest, Some(EventId { origin: 0xb, seq: 7 }));
+        assert_eq!(
+            old.oldest,
+            Some(EventId {
+                origin: 0xb,
+                seq: 7
+            })
+        );
         assert_eq!(after(&mut r, 0xa, u64::MAX).unwrap(), [] as [u64; 0]);
     }
 
@@ -355,14 +374,22 @@ mod tests {
             r.push(ev(own, seq, 1));
         }
         assert_eq!(why(&mut r, own, 1), Why::TooOld);
-        assert_eq!(after(&mut r, own, 2).unwrap(), [3, 4], "3 is the oldest kept");
+        assert_eq!(
+            after(&mut r, own, 2).unwrap(),
+            [3, 4],
+            "3 is the oldest kept"
+        );
         // Another node's instance is retained: a new incarnation of it means a restart.
         r.push(ev(0x0000_0003_0000_0001, 1, 1));
         assert_eq!(why(&mut r, 0x0000_0003_0000_0009, 1), Why::Restarted);
         // Its own events all gone, the seq it gave out last is still known.
         r.push(ev(0x0000_0003_0000_0001, 2, 1));
         assert_eq!(why(&mut r, own, 3), Why::TooOld);
-        assert_eq!(after(&mut r, own, 4).unwrap(), [1, 2], "nothing of its own since 4");
+        assert_eq!(
+            after(&mut r, own, 4).unwrap(),
+            [1, 2],
+            "nothing of its own since 4"
+        );
     }
 
     #[test]
