@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 /// How much of the log is loaded: the retention window's bounds
 /// (src/events/retention.rs, which depends on this file and not the other way).
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(feature = "events-log"), allow(dead_code))]
 pub(crate) struct Within {
     pub events: usize,
     pub bytes: usize,
