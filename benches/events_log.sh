@@ -7,7 +7,8 @@
 # subscribed to every event (its output to /dev/null), so each publish is delivered too.
 # Prints calls/s and p50/p99 per run and the medians per variant. On demand, not in CI.
 #
-# Usage: benches/events_log.sh [ROUNDS] [SECS]   (default 3 rounds of 5 s; builds release)
+# Usage: benches/events_log.sh [ROUNDS] [SECS]   (default 3 rounds of 5 s; builds release,
+# or measures the binary RPCMUX_BIN names)
 set -euo pipefail
 # shellcheck source=benches/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -15,8 +16,11 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 rounds=${1:-3}
 secs=${2:-5}
 target=${CARGO_TARGET_DIR:-$root/target}
-(cd "$root" && cargo build --release -q -p rpcmux)
-rpcmux=$target/release/rpcmux
+rpcmux=${RPCMUX_BIN:-}
+if [[ -z $rpcmux ]]; then
+    (cd "$root" && cargo build --release -q -p rpcmux)
+    rpcmux=$target/release/rpcmux
+fi
 tmp=$(mktemp -d "$target/events-log-bench.XXXXXX")
 pid= wpid=
 trap '[[ -n $wpid ]] && kill "$wpid" 2>/dev/null; [[ -n $pid ]] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
@@ -32,7 +36,7 @@ one() {
     on) extra=(--events-dir "$dir") ;;
     fsync) extra=(--events-dir "$dir" --events-fsync) ;;
     esac
-    "$rpcmux" serve --no-demo --listen 127.0.0.1:0 "${extra[@]}" >"$tmp/server.out" 2>"$tmp/server.log" &
+    "$rpcmux" serve --listen 127.0.0.1:0 "${extra[@]}" >"$tmp/server.out" 2>"$tmp/server.log" &
     pid=$!
     local addr=
     for _ in $(seq 100); do

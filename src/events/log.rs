@@ -151,6 +151,8 @@ mod engine {
             let keyspace = Config::new(&path)
                 .max_journaling_size(JOURNALS)
                 .max_write_buffer_size(16 << 20)
+                // Read once, at start: no need for fjall's default 32 MiB block cache.
+                .cache_size(4 << 20)
                 .open()?;
             let events = keyspace.open_partition("events", PartitionCreateOptions::default())?;
             let meta = keyspace.open_partition("meta", PartitionCreateOptions::default())?;
