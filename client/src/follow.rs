@@ -4,6 +4,18 @@
 //! on. The server may send an event twice across a resume (at-least-once on the wire);
 //! `Follow` drops what it has handed on already, by id, so each reaches the caller
 //! once. What `rpcmux watch` is made of.
+//!
+//! A server restart never ends following. A server that keeps its events across a
+//! restart (`--events-dir`) keeps its instance id and window, so the resume simply
+//! continues with no gap. One that does not answers the old `since` with -32007
+//! "restarted instance" (or "unknown instance": another instance behind the address):
+//! the events between the last id handed on and the restart are gone, and no retry can
+//! bring them back. `Follow` then says so ([`Followed::Gap`]) and subscribes again with
+//! `since = "0"`, not from now on: what the new instance published since it started is
+//! still in its window and comes too (each once), so the gap is only what died with the
+//! old process. A -32007 "too old" on a reconnect (away longer than the window) is a
+//! gap the same way; on the first subscription, with a `since` the caller gave, it is a
+//! refusal (the caller asked for something the server does not have).
 
 use crate::client::Events;
 use crate::{pattern_matches, Client, ClientError, ClientProto, ConnectOpts, Event};
@@ -28,6 +40,18 @@ pub enum Followed {
         /// The id it resumed after (`None`: from now on).
         since: Option<String>,
     },
+    /// The server cannot resume after `after` (the last id handed on, or the `since`
+    /// given): it restarted without keeping its events (`reason` "restarted instance"),
+    /// is an instance that never had them ("unknown instance"), or they are older than
+    /// it retains ("too old", on a reconnect). The events between `after` and what the
+    /// server still retains are lost; following goes on from the oldest it retains
+    /// (`since = "0"`), which the next call reports as [`Followed::Subscribed`].
+    Gap {
+        /// The last id handed on before the gap.
+        after: Option<String>,
+        /// Which case of -32007: "restarted instance", "unknown instance" or "too old".
+        reason: &'static str,
+    },
     /// The connection is over (why); the next call connects again after `wait`.
     Reconnecting {
         /// What ended it: a closed connection, or the server's events-lost notice.
@@ -40,9 +64,10 @@ pub enum Followed {
 /// Why following stopped.
 #[derive(Debug)]
 pub enum FollowError {
-    /// The server refused the subscription: -32007 when `since` is older than what it
-    /// retains (the message names the oldest retained id), -32602 for a bad `since`,
-    /// or a permission. Connecting again would be refused again.
+    /// The server refused the subscription: -32007 "too old" for a `since` given to
+    /// [`Follow::new`] that is older than what it retains (the message names the oldest
+    /// retained id), -32602 for a bad `since` or pattern, or a permission. Connecting
+    /// again would be refused again. (A restart is never a refusal: [`Followed::Gap`].)
     Refused(RpcError),
     /// The first connection failed (after that, failures are retried).
     Client(ClientError),
@@ -98,6 +123,8 @@ pub struct Follow {
     keepalive: Duration,
     /// When the next keepalive call goes out.
     next_ping: Instant,
+    /// What the next call reports before reading on (the subscription after a gap).
+    pending: Option<Followed>,
 }
 
 impl Follow {
@@ -125,6 +152,7 @@ impl Follow {
             ever_subscribed: false,
             keepalive: Duration::from_secs(20),
             next_ping: Instant::now(),
+            pending: None,
         }
     }
 
@@ -144,18 +172,28 @@ impl Follow {
     /// The next thing to tell: an event, a (re)subscription, or a lost connection.
     /// `Err` only when the first connection fails or the server refuses to subscribe.
     pub async fn next(&mut self) -> Result<Followed, FollowError> {
+        if let Some(told) = self.pending.take() {
+            return Ok(told);
+        }
         loop {
             if self.conn.is_none() {
                 if let Some(wait) = self.wait.take() {
                     tokio::time::sleep(wait).await;
                 }
                 return match self.open().await {
-                    Ok(()) => {
+                    Ok(gap) => {
                         self.backoff = BACKOFF_MIN;
                         self.ever_subscribed = true;
-                        Ok(Followed::Subscribed {
+                        let subscribed = Followed::Subscribed {
                             since: self.since.clone(),
-                        })
+                        };
+                        match gap {
+                            Some(gap) => {
+                                self.pending = Some(subscribed);
+                                Ok(gap)
+                            }
+                            None => Ok(subscribed),
+                        }
                     }
                     Err(FollowError::Client(e)) if self.ever_subscribed => {
                         Ok(self.drop_conn(e.to_string()))
@@ -187,8 +225,10 @@ impl Follow {
         }
     }
 
-    /// Connect and subscribe (after the last id handed on).
-    async fn open(&mut self) -> Result<(), FollowError> {
+    /// Connect and subscribe (after the last id handed on); after a gap the server
+    /// cannot avoid (see the module doc), subscribe again from the oldest it retains
+    /// and return the gap.
+    async fn open(&mut self) -> Result<Option<Followed>, FollowError> {
         let client = Client::connect(self.proto, &self.addr, self.opts.clone())
             .await
             .map_err(FollowError::Client)?;
@@ -199,14 +239,33 @@ impl Follow {
             ))));
         };
         let sub = client.subscribe(&self.pattern, self.since.as_deref());
+        let mut gap = None;
         match reading(&mut events, &mut self.queue, sub).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => return Err(FollowError::Refused(e)),
+            Ok(Err(e)) => {
+                let reason = match gap_reason(&e) {
+                    Some("too old") if !self.ever_subscribed => None,
+                    reason => reason,
+                };
+                let Some(reason) = reason else {
+                    return Err(FollowError::Refused(e));
+                };
+                gap = Some(Followed::Gap {
+                    after: self.since.replace("0".into()),
+                    reason,
+                });
+                let sub = client.subscribe(&self.pattern, Some("0"));
+                match reading(&mut events, &mut self.queue, sub).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(e)) => return Err(FollowError::Refused(e)),
+                    Err(e) => return Err(FollowError::Client(e)),
+                }
+            }
             Err(e) => return Err(FollowError::Client(e)),
         }
         self.conn = Some(Conn { client, events });
         self.next_ping = Instant::now() + self.keepalive;
-        Ok(())
+        Ok(gap)
     }
 
     /// A call that changes nothing (`unsubscribe` of no subscription), to see that the
@@ -268,6 +327,27 @@ impl Follow {
     }
 }
 
+/// Which -32007 `e` is: "restarted instance", "unknown instance" or "too old" (from
+/// `data.reason` where the protocol carries it, else from the message, which starts with
+/// it; a server older than this case split says "older than the events retained").
+/// `None`: another refusal.
+fn gap_reason(e: &RpcError) -> Option<&'static str> {
+    const SINCE_TOO_OLD: i64 = -32007;
+    if e.code != SINCE_TOO_OLD {
+        return None;
+    }
+    let data = e
+        .data
+        .as_deref()
+        .and_then(|d| d.get("reason"))
+        .and_then(Value::as_str);
+    let text = data.unwrap_or(&e.message);
+    ["restarted instance", "unknown instance", "too old"]
+        .into_iter()
+        .find(|r| text.starts_with(r))
+        .or(Some("too old"))
+}
+
 /// Run `fut` while putting the events that arrive meanwhile in `queue` (a reply may
 /// wait behind events: replayed ones come before `subscribe`'s).
 async fn reading<T>(
@@ -285,5 +365,38 @@ async fn reading<T>(
                 None => open = false,
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_restart_is_a_gap_other_refusals_are_not() {
+        let e = |code, msg: &str| RpcError::new(code, msg);
+        let restarted = e(
+            -32007,
+            "restarted instance: since is from an earlier run (oldest retained: none)",
+        );
+        assert_eq!(gap_reason(&restarted), Some("restarted instance"));
+        let unknown = e(
+            -32007,
+            "unknown instance: since is from an instance this one has never heard of",
+        );
+        assert_eq!(gap_reason(&unknown), Some("unknown instance"));
+        // data.reason wins where the protocol carries it.
+        let mut data = rpcmux_value::Map::default();
+        data.insert("reason".into(), Value::from("restarted instance"));
+        let with_data = e(-32007, "whatever").with_data(Value::Struct(Box::new(data)));
+        assert_eq!(gap_reason(&with_data), Some("restarted instance"));
+        // An older server's message, and "too old" itself.
+        let older = e(
+            -32007,
+            "since is older than the events retained here (oldest retained: none)",
+        );
+        assert_eq!(gap_reason(&older), Some("too old"));
+        assert_eq!(gap_reason(&e(-32602, "bad pattern")), None);
+        assert_eq!(gap_reason(&e(-32000, "permission denied")), None);
     }
 }

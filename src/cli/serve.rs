@@ -195,6 +195,14 @@ pub struct ServeArgs {
     /// lost (events.lost) and closed.
     #[arg(long = "events-outbox", value_name = "N", help_heading = EVENTS)]
     events_outbox: Option<usize>,
+    /// Keep the instance id and the retained events in this directory across restarts
+    /// (SIGTERM and SIGKILL), so resuming clients continue with no gap [default: none:
+    /// a restart is a new instance id, a reported gap].
+    #[arg(long = "events-dir", value_name = "DIR", help_heading = EVENTS)]
+    events_dir: Option<PathBuf>,
+    /// fdatasync each event appended to --events-dir, so an OS crash loses none either.
+    #[arg(long = "events-fsync", help_heading = EVENTS)]
+    events_fsync: bool,
     #[command(flatten)]
     ops: OpsArgs,
     #[command(flatten)]
@@ -428,6 +436,8 @@ impl ServeArgs {
         c.events.retain_bytes = self.events_retain_bytes.unwrap_or(c.events.retain_bytes);
         c.events.retain_secs = self.events_retain_secs.unwrap_or(c.events.retain_secs);
         c.events.outbox = self.events_outbox.unwrap_or(c.events.outbox);
+        c.events.dir = self.events_dir.or(c.events.dir.take());
+        c.events.fsync |= self.events_fsync;
         // Flags add to the file's upstreams rather than replace them: each names a server.
         for spec in &self.upstreams {
             let u = rpcmux::config::UpstreamConfig::from_flag(spec)

@@ -3,9 +3,15 @@
 //! again with backoff and resumes after the last id it printed, and prints each event
 //! once (issue 40). Notes on connections go to stderr.
 //!
-//! Exit status: 1 when the server refuses the subscription (a `--since` older than
-//! what it retains, -32007, or no event id, -32602; a permission); 2 when the first
-//! connection fails or the command line is wrong; 0 when stdout is closed.
+//! A server restart never ends it (issue 46): a server with `--events-dir` resumes with
+//! no gap; one without answers -32007 "restarted instance", and watch says on stderr
+//! `server restarted; events between X and now are lost` (X the last id printed), then
+//! follows on from the oldest event the new instance retains (`rpcmux_client::Follow`).
+//!
+//! Exit status: 1 when the server refuses the subscription for good (a `--since` given
+//! on the command line that is older than what it retains, -32007 "too old"; no event
+//! id or a bad pattern, -32602; a permission); 2 when the first connection fails or the
+//! command line is wrong; 0 when stdout is closed.
 
 use clap::Args;
 use rpcmux::client::{ClientProto, Event, Follow, FollowError, Followed};
@@ -76,6 +82,17 @@ async fn watch(mut follow: Follow) -> ExitCode {
                 Some(id) => eprintln!("rpcmux watch: subscribed, resuming after {id}"),
                 None => eprintln!("rpcmux watch: subscribed"),
             },
+            Ok(Followed::Gap { after, reason }) => {
+                let after = after.as_deref().unwrap_or("the start");
+                match reason {
+                    "too old" => eprintln!(
+                        "rpcmux watch: events between {after} and now are lost (older than the server retains)"
+                    ),
+                    _ => eprintln!(
+                        "rpcmux watch: server restarted; events between {after} and now are lost"
+                    ),
+                }
+            }
             Ok(Followed::Reconnecting { why, wait }) => eprintln!(
                 "rpcmux watch: {why}; connecting again in {:.1}s",
                 wait.as_secs_f64()

@@ -174,7 +174,7 @@ impl Config {
     /// that file: one rule for every file rpcmux reads (the credentials file's key
     /// files are beside it too), so a file means the same whatever directory the
     /// server starts in. The paths: `[tls]` `cert`, `key`, `client_ca`; `[auth] file`;
-    /// each `[[upstream]]`'s `tls_ca`, `password_file`, `token_file`; `listen`'s
+    /// `[events] dir`; each `[[upstream]]`'s `tls_ca`, `password_file`, `token_file`; `listen`'s
     /// `unix:` socket files. Paths on the command line stay relative to the working
     /// directory, as every command's do.
     pub fn paths_beside(&mut self, dir: &std::path::Path) {
@@ -192,6 +192,7 @@ impl Config {
         optional(&mut self.tls.key);
         optional(&mut self.tls.client_ca);
         optional(&mut self.auth.file);
+        optional(&mut self.events.dir);
         for u in &mut self.upstream {
             optional(&mut u.tls_ca);
             optional(&mut u.password_file);

@@ -90,13 +90,37 @@ fn check_pattern(pattern: &str) -> Result<(), RpcError> {
     Ok(())
 }
 
-/// -32007 for a `since` the window does not cover, naming its oldest event.
+/// -32007 for a `since` the window does not cover: which case (the message starts with
+/// it, and `data.reason` names it: `unknown instance`, `restarted instance`, `too old`),
+/// and the oldest retained event (`data.oldest`, null when none). A follower tells a
+/// restart from its own fault by the case (client/src/follow.rs).
 fn too_old(old: retention::TooOld) -> RpcError {
-    let oldest = old.oldest.map_or("none".into(), |id| id.to_string());
+    use retention::Why;
+    let oldest = old.oldest.map(|id| id.to_string());
+    let (reason, detail) = match old.why {
+        Why::Unknown => (
+            "unknown instance",
+            "since is from an instance this one has never heard of",
+        ),
+        Why::Restarted => (
+            "restarted instance",
+            "since is from an earlier run of a restarted instance, which kept none of its events \
+             (no [events] dir)",
+        ),
+        Why::TooOld => ("too old", "since is older than the events retained here"),
+    };
+    let shown = oldest.as_deref().unwrap_or("none");
+    let mut data = Map::default();
+    data.insert("reason".into(), Value::from(reason));
+    data.insert(
+        "oldest".into(),
+        oldest.clone().map_or(Value::Nil, Value::from),
+    );
     RpcError::new(
         ERR_SINCE_TOO_OLD,
-        format!("since is older than the events retained here (oldest retained: {oldest}); subscribe with since \"0\" for all that is retained"),
+        format!("{reason}: {detail} (oldest retained: {shown}); subscribe with since \"0\" for all that is retained"),
     )
+    .with_data(Value::Struct(Box::new(data)))
 }
 
 /// -32002 past the per-session cap.
@@ -160,8 +184,30 @@ impl EventHub {
         Self::with_retention(max_per_conn, DEFAULT_RETENTION)
     }
 
-    /// A hub keeping a window of recent events within `bounds`.
+    /// A hub keeping a window of recent events within `bounds`, in memory only (a new
+    /// origin: src/events/id.rs).
     pub(crate) fn with_retention(max_per_conn: usize, bounds: retention::Bounds) -> Self {
+        let own = crate::events::id::new_origin(crate::events::id::node_part(""));
+        Self::with_window(max_per_conn, Retention::new(bounds).owned_by(own))
+    }
+
+    /// A hub whose window, origin and last seq are kept as `place` says: with a
+    /// directory, loaded from its event log and appended to it from now on
+    /// (src/events/log.rs). An error when the log cannot be opened or created.
+    pub(crate) fn with_log(
+        max_per_conn: usize,
+        bounds: retention::Bounds,
+        place: &crate::events::log::Place,
+    ) -> std::io::Result<Self> {
+        Ok(Self::with_window(
+            max_per_conn,
+            Retention::open(bounds, place)?,
+        ))
+    }
+
+    /// A hub around `window`, continuing its origin's sequence.
+    fn with_window(max_per_conn: usize, window: Retention) -> Self {
+        let (instance, seq) = window.own();
         EventHub {
             conns: RwLock::new(HashMap::new()),
             max_per_conn,
@@ -169,11 +215,8 @@ impl EventHub {
             dropped: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             replayed: AtomicU64::new(0),
-            instance: crate::events::id::random_u64(),
-            order: Mutex::new(Order {
-                seq: 0,
-                window: Retention::new(bounds),
-            }),
+            instance,
+            order: Mutex::new(Order { seq, window }),
             forward: OnceLock::new(),
             out_budget: OnceLock::new(),
         }

@@ -7,6 +7,26 @@
 //! Written `ORIGIN-SEQ`, the origin as 16 hex digits and the sequence number in
 //! decimal: `3f2a9c0d11e4b7a2-1042`. `"0"` as a `since` means "everything still
 //! retained".
+//!
+//! ## An origin: a node part and an incarnation part
+//!
+//! An origin is two halves: the high 32 bits name the *node*, a stable hash (FNV-1a) of
+//! the host name and where the instance lives (its `[events] dir`, else its listen
+//! addresses as configured); the low 32 bits are a random *incarnation*, drawn when the
+//! instance first starts. What a client may rely on:
+//!
+//! - An instance never gives out one id twice (I1): with `[events] dir` it keeps its
+//!   origin across restarts and continues its sequence from the log (src/events/log.rs);
+//!   without it every start draws a new incarnation, so its ids cannot collide with an
+//!   earlier run's.
+//! - A `since` from an earlier run of the same instance (same node, another incarnation)
+//!   is told apart from one of an instance never heard of (another node): -32007 says
+//!   "restarted instance" or "unknown instance", so a follower knows the gap is a restart
+//!   and not its own doing. Two instances that share a host and listen addresses (not
+//!   possible at one time: the port is taken) or a hash collision of nodes only make an
+//!   "unknown" read as "restarted": both are gaps, reported either way.
+//! - Uniqueness across a fleet rests on the pair: instances on different hosts or ports
+//!   differ by node, and two runs of one node by a 32-bit random incarnation.
 
 use std::fmt;
 use std::str::FromStr;
@@ -61,6 +81,37 @@ pub(crate) fn random_u64() -> u64 {
     h.finish()
 }
 
+/// The node half of an origin: a stable hash of the host name and `place` (the events
+/// directory, or the listen addresses), the same on every start of the same instance.
+pub(crate) fn node_part(place: &str) -> u32 {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_default();
+    let h = fnv1a(&[host.trim().as_bytes(), b"\0", place.as_bytes()]);
+    (h >> 32) as u32 ^ h as u32
+}
+
+/// FNV-1a, 64-bit: a hash that is the same in every build and run (std's hashers are
+/// not promised to be), over `parts` in order.
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parts.iter().flat_map(|p| p.iter()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// A new origin for `node`: a fresh random incarnation.
+pub(crate) fn new_origin(node: u32) -> u64 {
+    (u64::from(node) << 32) | (random_u64() & 0xffff_ffff)
+}
+
+/// The node half of `origin` (see the module doc).
+pub(crate) fn node_of(origin: u64) -> u32 {
+    (origin >> 32) as u32
+}
+
 /// Where a subscriber asks to start: everything retained, or after one event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Since {
@@ -111,6 +162,25 @@ mod tests {
         ] {
             assert!(bad.parse::<Since>().is_err(), "{bad:?}");
         }
+        let garbage = "\u{1}".repeat(1 << 20);
+        let e = garbage.parse::<Since>().unwrap_err();
+        assert!(e.len() < 400, "the error echoes {} bytes", e.len());
+    }
+
+    #[test]
+    fn an_origin_keeps_its_node_and_draws_its_incarnation() {
+        let node = node_part("/var/lib/rpcmux");
+        assert_eq!(node, node_part("/var/lib/rpcmux"), "stable");
+        assert_ne!(node, node_part("127.0.0.1:54321"));
+        let (a, b) = (new_origin(node), new_origin(node));
+        assert_eq!((node_of(a), node_of(b)), (node, node));
+        assert_ne!(a, b, "a new incarnation per start");
+        // The published FNV-1a test vector: the hash does not change between builds.
+        assert_eq!(fnv1a(&[b"a"]), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn garbage_is_bounded_in_the_error() {
         let garbage = "\u{1}".repeat(1 << 20);
         let e = garbage.parse::<Since>().unwrap_err();
         assert!(e.len() < 400, "the error echoes {} bytes", e.len());

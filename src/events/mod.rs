@@ -54,13 +54,17 @@ pub(crate) mod flush;
 pub(crate) mod forward;
 mod hub;
 mod id;
+pub(crate) mod log;
 mod options;
 pub(crate) mod outbox;
 #[cfg(feature = "events-redis")]
 mod redis;
 mod retention;
 mod session;
-#[cfg_attr(not(feature = "events-redis"), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "events-redis", feature = "events-log")),
+    allow(dead_code)
+)]
 pub(crate) mod wire;
 
 pub use event::Event;

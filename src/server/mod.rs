@@ -131,10 +131,21 @@ impl Server {
             bytes: config.events.retain_bytes,
             age: config.events.retain_for(),
         };
-        let events = Arc::new(EventHub::with_retention(
+        // The node half of the instance id: where it keeps its events, else where it
+        // listens (src/events/id.rs); with a dir, its id and window come from the log.
+        let place = crate::events::log::Place {
+            dir: config.events.dir.clone(),
+            node: match &config.events.dir {
+                Some(dir) => dir.display().to_string(),
+                None => config.listen.iter().map(|l| format!("{l} ")).collect(),
+            },
+            fsync: config.events.fsync,
+        };
+        let events = Arc::new(EventHub::with_log(
             config.limits.max_subscriptions,
             retain,
-        ));
+            &place,
+        )?);
         let out_budget = crate::conn::budget::Budget::new(config.limits.max_total_output);
         // Events waiting in outboxes are output held for clients, as replies are.
         events.set_out_budget(out_budget.clone());

@@ -36,13 +36,59 @@ const EVENTS: usize = 240;
 /// Run the schedule of `seed` on a fresh server; its violations.
 fn run_seed(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded) {
     let s = Schedule::generate(seed, events);
-    let args = s.server_args();
+    let mut args = s.server_args();
+    // A schedule that restarts its server keeps its events in a log that outlives it.
+    let dir = s
+        .restart
+        .map(|_| common::temp_dir(&format!("events-model-{seed}")));
+    if let Some(d) = &dir {
+        args.extend(["--events-dir".to_owned(), d.display().to_string()]);
+    }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = common::Server::start(&args);
-    let recorded = schedule::run(&s, server.addr);
+    let server = Server::new(&args);
+    let recorded = schedule::run(&s, server.addr, &server);
     let bad = schedule::check(&recorded);
     drop(server);
+    if let Some(d) = dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
     (bad, recorded)
+}
+
+/// The server a schedule runs against, restarted on its address when the schedule says.
+struct Server {
+    addr: std::net::SocketAddr,
+    args: Vec<String>,
+    running: std::sync::Mutex<Option<common::Server>>,
+}
+
+impl Server {
+    fn new(args: &[&str]) -> Server {
+        let s = common::Server::start(args);
+        Server {
+            addr: s.addr,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            running: std::sync::Mutex::new(Some(s)),
+        }
+    }
+}
+
+impl schedule::Restarter for Server {
+    fn restart(&self, kill: bool) {
+        let mut running = self.running.lock().unwrap();
+        if let Some(mut s) = running.take() {
+            if kill {
+                drop(s); // SIGKILL, and waited for
+            } else {
+                s.sigterm();
+                s.wait_exit(std::time::Duration::from_secs(30));
+            }
+        }
+        let listen = self.addr.to_string();
+        let mut args = vec!["--listen", listen.as_str()];
+        args.extend(self.args.iter().map(String::as_str));
+        *running = Some(common::Server::start(&args));
+    }
 }
 
 fn assert_seeds(seeds: std::ops::RangeInclusive<u64>) {

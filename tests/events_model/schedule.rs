@@ -18,6 +18,7 @@ use crate::model::{self, show, Client, Conn, Ev, Id, Obs, Publish};
 use crate::wire::{Msg, Proto, Wire};
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -60,6 +61,15 @@ pub struct Schedule {
     /// How long each publisher waits between its publishes: the events of a schedule
     /// come over a second or two, so that pauses and cuts fall among them.
     pub pace: Duration,
+    /// Restart the server (with its events in `--events-dir`) once this many publishes
+    /// are acknowledged: `true` by SIGKILL, `false` by SIGTERM.
+    pub restart: Option<(usize, bool)>,
+}
+
+/// Stops and starts the server a schedule runs against, on one address.
+pub trait Restarter: Sync {
+    /// Stop it (SIGKILL when `kill`, else SIGTERM and wait), then start it again.
+    fn restart(&self, kill: bool);
 }
 
 const PATTERNS: [&str; 5] = ["*", "|m", "|m|a", "|m|b", "|m|a|0"];
@@ -114,11 +124,14 @@ impl Schedule {
             })
             .collect();
         let pace = Duration::from_micros(rng.u64(0..6000) * n_pub as u64);
+        let restart = (rng.u8(0..3) == 0)
+            .then(|| (rng.usize(events / 4..events * 3 / 4), rng.bool()));
         Schedule {
             publishers,
             clients,
             outbox: [16, 64, 4096][rng.usize(0..3)],
             pace,
+            restart,
         }
     }
 
@@ -150,8 +163,25 @@ pub struct Recorded {
 /// What every client's last connection waits for: the truth, once read.
 type Shared = Arc<OnceLock<Vec<Ev>>>;
 
-/// Run `s` against the server at `addr`.
-pub fn run(s: &Schedule, addr: SocketAddr) -> Recorded {
+/// Run `s` against the server at `addr` (restarted by `server` when the schedule says).
+pub fn run(s: &Schedule, addr: SocketAddr, server: &dyn Restarter) -> Recorded {
+    std::thread::scope(|scope| {
+        let acked = Arc::new(AtomicUsize::new(0));
+        if let Some((after, kill)) = s.restart {
+            let acked = acked.clone();
+            scope.spawn(move || {
+                let until = Instant::now() + Duration::from_secs(60);
+                while acked.load(Ordering::Relaxed) < after && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                server.restart(kill);
+            });
+        }
+        run_among(s, addr, &acked)
+    })
+}
+
+fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Recorded {
     let truth: Shared = Arc::default();
     let published = Arc::new(Mutex::new(Vec::<Vec<Publish>>::new()));
     let clients: Vec<_> = s
@@ -171,8 +201,8 @@ pub fn run(s: &Schedule, addr: SocketAddr) -> Recorded {
         .iter()
         .enumerate()
         .map(|(p, events)| {
-            let (events, pace) = (events.clone(), s.pace);
-            std::thread::spawn(move || publisher(p, &events, pace, addr))
+            let (events, pace, acked) = (events.clone(), s.pace, acked.clone());
+            std::thread::spawn(move || publisher(p, &events, pace, addr, &acked))
         })
         .collect();
     let mut all: Vec<Vec<Publish>> = pubs
@@ -216,24 +246,47 @@ fn publisher(
     events: &[(String, usize)],
     pace: Duration,
     addr: SocketAddr,
+    count: &AtomicUsize,
 ) -> Vec<Publish> {
-    let mut w = Wire::connect(Proto::JsonTcp { notify: false }, addr).expect("publisher connects");
+    let json = Proto::JsonTcp { notify: false };
+    let mut w = connect_again(json, addr, None).expect("publisher connects");
     let mut done = Vec::new();
     for (n, (name, pad)) in events.iter().enumerate() {
         let tag = format!("{p}-{n}");
         let sent = Instant::now();
-        let id = w.publish(name, &tag, *pad).expect("publish");
-        let acked = loop {
-            match w.next(Duration::from_secs(20)) {
-                Ok(Some(Msg::Reply { id: got, result })) if got == id => break result.is_ok(),
-                Ok(Some(_)) => {}
-                Ok(None) | Err(()) => break false,
-            }
+        // A publish on a connection the server dropped (a restart) is not acknowledged;
+        // the next one goes on a new connection.
+        let acked = match w.publish(name, &tag, *pad) {
+            Err(_) => false,
+            Ok(id) => loop {
+                match w.next(Duration::from_secs(20)) {
+                    Ok(Some(Msg::Reply { id: got, result })) if got == id => break result.is_ok(),
+                    Ok(Some(_)) => {}
+                    Ok(None) | Err(()) => break false,
+                }
+            },
         };
+        if acked {
+            count.fetch_add(1, Ordering::Relaxed);
+        } else {
+            w = connect_again(json, addr, None).expect("publisher connects again");
+        }
         done.push(Publish { tag, sent, acked });
         std::thread::sleep(pace);
     }
     done
+}
+
+/// Connect, trying again for a while (the server may be restarting).
+fn connect_again(proto: Proto, addr: SocketAddr, rcvbuf: Option<usize>) -> Option<Wire> {
+    let until = Instant::now() + Duration::from_secs(20);
+    loop {
+        match Wire::connect_with(proto, addr, rcvbuf) {
+            Ok(w) => return Some(w),
+            Err(_) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => return None,
+        }
+    }
 }
 
 /// The window, in the instance's order, read with `since "0"` until every publisher's
@@ -343,7 +396,7 @@ fn connection(
     truth: &Shared,
     pipelined: Option<(usize, &mut Vec<Publish>)>,
 ) -> End {
-    let Ok(mut w) = Wire::connect_with(plan.proto, addr, Some(8 * 1024)) else {
+    let Some(mut w) = connect_again(plan.proto, addr, Some(8 * 1024)) else {
         return End::Gave;
     };
     let since = conn.since.map(|s| s.map_or("0".to_owned(), show));

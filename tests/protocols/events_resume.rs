@@ -127,6 +127,9 @@ fn since_too_old_or_garbage_is_refused_and_nothing_is_subscribed() {
         message.contains(&format!("{origin}-6")),
         "names the oldest retained: {message}"
     );
+    assert!(message.starts_with("too old"), "says which case: {message}");
+    assert_eq!(r["error"]["data"]["reason"], "too old", "{r}");
+    assert_eq!(r["error"]["data"]["oldest"], format!("{origin}-6"), "{r}");
     let r = subscribe(&mut late, r#"["|resume", "yesterday"]"#);
     assert_eq!(r["error"]["code"], -32602, "{r}");
     // Neither attempt subscribed: the next subscription is this connection's first,
@@ -164,7 +167,8 @@ fn stomp_messages_carry_event_id_and_since_resumes() {
         })
         .collect();
     assert_eq!(ns, [2, 3]);
-    // A since older than the window is an ERROR frame naming the oldest retained id.
+    // A since the window does not cover is an ERROR frame saying which case (here an
+    // instance it never heard of) and naming the oldest retained id.
     let mut late = Stomp::open(srv.addr).unwrap();
     let mut f = Frame::new(Command::Subscribe)
         .header("id", "ev")
@@ -173,10 +177,10 @@ fn stomp_messages_carry_event_id_and_since_resumes() {
     late.send(&f).unwrap();
     let e = late.frame().unwrap();
     assert_eq!(e.command, Command::Error);
+    let message = e.get("message").unwrap();
     assert!(
-        e.get("message").unwrap().contains("older"),
-        "{:?}",
-        e.get("message")
+        message.contains("unknown instance") && message.contains("oldest retained"),
+        "{message:?}"
     );
 }
 

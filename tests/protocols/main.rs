@@ -29,4 +29,5 @@ mod stomp;
 mod typed_verbs;
 mod unix_socket;
 mod watch;
+mod watch_restart;
 mod xmlrpc;
