@@ -33,8 +33,23 @@ use schedule::Schedule;
 /// Events per CI schedule (the campaign's default too).
 const EVENTS: usize = 240;
 
-/// Run the schedule of `seed` on a fresh server; its violations.
-fn run_seed(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded) {
+/// Run the schedule of `seed` on a fresh server; its violations (a schedule that could
+/// not run to its end, its server gone or a client stuck, is one).
+fn run_seed(seed: u64, events: usize) -> (Vec<String>, Option<schedule::Recorded>) {
+    match std::panic::catch_unwind(|| run_seed_inner(seed, events)) {
+        Ok((bad, r)) => (bad, Some(r)),
+        Err(e) => {
+            let why = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            (vec![format!("the schedule did not run to its end: {why}")], None)
+        }
+    }
+}
+
+fn run_seed_inner(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded) {
     let s = Schedule::generate(seed, events);
     let mut args = s.server_args();
     // A schedule that restarts its server keeps its events in a log that outlives it.
@@ -95,11 +110,16 @@ fn assert_seeds(seeds: std::ops::RangeInclusive<u64>) {
     let mut failed = Vec::new();
     for seed in seeds {
         let (bad, r) = run_seed(seed, EVENTS);
+        let Some(r) = r else {
+            failed.push(format!("seed {seed}:\n  {}", bad.join("\n  ")));
+            continue;
+        };
         eprintln!(
-            "seed {seed}: {} events, {} connections, {} events.lost, {} violation(s)",
+            "seed {seed}: {} events, {} connections, {} events.lost, {}, {} violation(s)",
             r.truth.len(),
             r.connections,
             r.lost_notices,
+            r.restart,
             bad.len()
         );
         if !bad.is_empty() {
@@ -134,12 +154,16 @@ fn campaign() {
     let first = env("RPCMUX_MODEL_SEED", 1);
     let events = env("RPCMUX_MODEL_EVENTS", EVENTS as u64) as usize;
     let start = std::time::Instant::now();
-    let (mut failed, mut total_events, mut conns, mut lost) = (Vec::new(), 0, 0, 0);
+    let (mut failed, mut total_events, mut conns, mut lost, mut restarts) =
+        (Vec::new(), 0, 0, 0, 0);
     for seed in first..first + n {
         let (bad, r) = run_seed(seed, events);
-        total_events += r.truth.len();
-        conns += r.connections;
-        lost += r.lost_notices;
+        if let Some(r) = r {
+            total_events += r.truth.len();
+            conns += r.connections;
+            lost += r.lost_notices;
+            restarts += usize::from(r.restart != "no restart");
+        }
         if !bad.is_empty() {
             eprintln!(
                 "seed {seed}: {} violation(s)\n  {}",
@@ -150,7 +174,7 @@ fn campaign() {
         }
     }
     eprintln!(
-        "campaign: {n} schedules from seed {first} in {:.0} s: {total_events} events, {conns} connections, {lost} events.lost notices; {} failing seed(s) {failed:?}",
+        "campaign: {n} schedules from seed {first} in {:.0} s: {total_events} events, {conns} connections, {lost} events.lost notices, {restarts} server restarts; {} failing seed(s) {failed:?}",
         start.elapsed().as_secs_f64(),
         failed.len()
     );

@@ -158,6 +158,8 @@ pub struct Recorded {
     /// Faults that happened (for the campaign's figures): overflows, cuts, resumes.
     pub lost_notices: usize,
     pub connections: usize,
+    /// The server's restart, said (or "no restart").
+    pub restart: String,
 }
 
 /// What every client's last connection waits for: the truth, once read.
@@ -177,7 +179,13 @@ pub fn run(s: &Schedule, addr: SocketAddr, server: &dyn Restarter) -> Recorded {
                 server.restart(kill);
             });
         }
-        run_among(s, addr, &acked)
+        let mut r = run_among(s, addr, &acked);
+        r.restart = match s.restart {
+            None => "no restart".into(),
+            Some((after, true)) => format!("SIGKILL after {after} publishes"),
+            Some((after, false)) => format!("SIGTERM after {after} publishes"),
+        };
+        r
     })
 }
 
@@ -233,6 +241,7 @@ fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Record
     all.extend(published.lock().unwrap().drain(..));
     Recorded {
         truth: t,
+        restart: String::new(),
         publishers: all,
         clients,
         lost_notices,
@@ -356,10 +365,13 @@ fn client(
             truth,
             pipelined.then_some((k, &mut own)),
         );
+        // The model holds a last connection to having every event unless the server
+        // ended it (a restart, an overflow): then the next one resumes.
+        conn.to_the_end = to_the_end && !matches!(ended_by, End::Again);
         conns.push(conn);
         // A connection that lost events (overflow), or one whose last read the truth
         // was not over, goes round again (resuming); the plan's faults come first.
-        match (ended_by, fault) {
+        match (&ended_by, fault) {
             (End::Done, None) => break,
             (End::Gave, _) => break,
             _ if conns.len() > plan.faults.len() + 8 => break,
