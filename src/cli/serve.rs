@@ -162,6 +162,12 @@ pub struct ServeArgs {
     // URL may hold a password.
     #[arg(long = "upstream", value_name = "[PREFIX=]URL", help_heading = GATEWAY)]
     upstreams: Vec<String>,
+    /// The verbs to serve from an upstream that cannot list its own (neither
+    /// system.listMethods nor rpc.discover answers), `[PREFIX=]NAME[,NAME...]`
+    /// (repeatable): PREFIX picks the upstream given with that prefix; without one, the
+    /// only upstream without a prefix. The `methods` of an [[upstream]] table.
+    #[arg(long = "upstream-methods", value_name = "[PREFIX=]NAME[,NAME...]", help_heading = GATEWAY)]
+    upstream_methods: Vec<String>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
     /// (see docs/fleet.md).
     #[arg(long = "events", value_name = "URL", help_heading = EVENTS)]
@@ -433,6 +439,10 @@ impl ServeArgs {
             let u = rpcmux::config::UpstreamConfig::from_flag(spec)
                 .map_err(|e| format!("--upstream: {e}"))?;
             c.upstream.push(u);
+        }
+        for spec in &self.upstream_methods {
+            rpcmux::config::add_upstream_methods(&mut c.upstream, spec)
+                .map_err(|e| format!("--upstream-methods: {e}"))?;
         }
         let l = &mut c.limits;
         macro_rules! set {
