@@ -19,3 +19,4 @@ mod systemd;
 mod tls_proxy;
 mod tls_quickstart;
 mod tls_reload;
+mod tls_required_h2;
