@@ -525,6 +525,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // For the hint of an address in use: the addresses asked for, when all are TCP.
+    let tcp_listen: Option<Vec<std::net::SocketAddr>> = config
+        .listen
+        .iter()
+        .map(|l| match l {
+            rpcmux::config::Listen::Tcp(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
     rt.block_on(async move {
         let inherited = match ops::inherited(&mut config, explicit_listen) {
             Ok(l) => l,
@@ -558,6 +567,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
                          beside 127.0.0.1) cannot be bound beside it; list each address once, \
                          in the socket unit's ListenStream= or in `listen`"
                     );
+                } else if e.kind() == std::io::ErrorKind::AddrInUse
+                    && super::addr_in_use::held_by_a_connection(tcp_listen.as_deref())
+                {
+                    eprintln!("rpcmux: {}", super::addr_in_use::HELD_BY_A_CONNECTION);
                 } else if e.kind() == std::io::ErrorKind::AddrInUse {
                     eprintln!(
                         "rpcmux: another process (another rpcmux serve?) listens there; \

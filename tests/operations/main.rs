@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod addr_in_use;
 mod auth;
 mod auth_bypass;
 mod auth_http;
