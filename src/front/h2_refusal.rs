@@ -47,7 +47,7 @@ pub(super) async fn refuse<S: AsyncRead + AsyncWrite + Unpin + Send>(io: &mut S,
                         let host = req.headers().get(hyper::header::HOST)?;
                         host.to_str().ok().map(str::to_owned)
                     });
-                let text = super::tls_required_text(host.as_deref());
+                let text = super::https_hint::tls_required_text(host.as_deref());
                 answered.notify_one();
                 let mut reply = Response::new(Full::new(Bytes::from(text)));
                 *reply.status_mut() = hyper::StatusCode::BAD_REQUEST;

@@ -7,6 +7,7 @@
 //! outside TLS and only when configured, plaintext only where the TLS mode allows.
 
 mod h2_refusal;
+mod https_hint;
 pub(crate) mod proxy;
 pub(crate) mod tls;
 
@@ -115,24 +116,6 @@ impl std::fmt::Display for Refused {
     }
 }
 
-/// What a plaintext HTTP client on a port that requires TLS is told, in the body of a
-/// `400`: to use `https://`, with the URL when the request named its host (`host`, a
-/// `Host` header or HTTP/2's `:authority`) as a plain name; anything else in it is not
-/// echoed.
-pub(crate) fn tls_required_text(host: Option<&str>) -> String {
-    let host = host.map(str::trim).filter(|h| {
-        !h.is_empty()
-            && h.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b))
-    });
-    match host {
-        Some(host) => {
-            format!("This port requires TLS: send the request over https:// (https://{host}/).\n")
-        }
-        None => "This port requires TLS: send the request over https://.\n".to_owned(),
-    }
-}
-
 /// The answer to a plaintext HTTP/1.x request on a port that requires TLS, as nginx
 /// gives one: a short `400` saying so, where closing at once left curl with "Empty reply
 /// from server" and Python with `RemoteDisconnected`. `head` is what the sniffer read;
@@ -151,7 +134,7 @@ pub(crate) fn tls_required_reply(head: &[u8]) -> Option<Vec<u8>> {
             let value = std::str::from_utf8(&value[1..]).ok()?;
             name.eq_ignore_ascii_case(b"host").then_some(value)
         });
-    let body = tls_required_text(host);
+    let body = https_hint::tls_required_text(host);
     let mut reply = format!(
         "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
