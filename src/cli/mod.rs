@@ -1,5 +1,6 @@
 //! `rpcmux serve`, `call`, `bench`, and the credential helpers `passwd` and `token`.
 
+mod addr_in_use;
 mod alloc;
 mod bench;
 mod call;

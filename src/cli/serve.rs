@@ -162,6 +162,12 @@ pub struct ServeArgs {
     // URL may hold a password.
     #[arg(long = "upstream", value_name = "[PREFIX=]URL", help_heading = GATEWAY)]
     upstreams: Vec<String>,
+    /// The verbs to serve from an upstream that cannot list its own (neither
+    /// system.listMethods nor rpc.discover answers), `[PREFIX=]NAME[,NAME...]`
+    /// (repeatable): PREFIX picks the upstream given with that prefix; without one, the
+    /// only upstream without a prefix. The `methods` of an [[upstream]] table.
+    #[arg(long = "upstream-methods", value_name = "[PREFIX=]NAME[,NAME...]", help_heading = GATEWAY)]
+    upstream_methods: Vec<String>,
     /// Fan events out to every instance through this engine: redis://HOST:PORT[/DB]
     /// (see docs/fleet.md).
     #[arg(long = "events", value_name = "URL", help_heading = EVENTS)]
@@ -444,6 +450,10 @@ impl ServeArgs {
                 .map_err(|e| format!("--upstream: {e}"))?;
             c.upstream.push(u);
         }
+        for spec in &self.upstream_methods {
+            rpcmux::config::add_upstream_methods(&mut c.upstream, spec)
+                .map_err(|e| format!("--upstream-methods: {e}"))?;
+        }
         let l = &mut c.limits;
         macro_rules! set {
             ($($f:ident),*) => {$( if let Some(v) = self.$f { l.$f = v; } )*};
@@ -525,6 +535,15 @@ pub fn run(args: ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // For the hint of an address in use: the addresses asked for, when all are TCP.
+    let tcp_listen: Option<Vec<std::net::SocketAddr>> = config
+        .listen
+        .iter()
+        .map(|l| match l {
+            rpcmux::config::Listen::Tcp(a) => Some(*a),
+            _ => None,
+        })
+        .collect();
     rt.block_on(async move {
         let inherited = match ops::inherited(&mut config, explicit_listen) {
             Ok(l) => l,
@@ -558,6 +577,10 @@ pub fn run(args: ServeArgs) -> ExitCode {
                          beside 127.0.0.1) cannot be bound beside it; list each address once, \
                          in the socket unit's ListenStream= or in `listen`"
                     );
+                } else if e.kind() == std::io::ErrorKind::AddrInUse
+                    && super::addr_in_use::held_by_a_connection(tcp_listen.as_deref())
+                {
+                    eprintln!("rpcmux: {}", super::addr_in_use::HELD_BY_A_CONNECTION);
                 } else if e.kind() == std::io::ErrorKind::AddrInUse {
                     eprintln!(
                         "rpcmux: another process (another rpcmux serve?) listens there; \

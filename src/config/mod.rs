@@ -29,7 +29,7 @@ pub use ops::OpsConfig;
 pub use stomp::StompConfig;
 pub use tls::{TlsConfig, TlsMode};
 pub use unix::{parse_mode, UnixAddr, UnixConfig};
-pub use upstream::{UpstreamConfig, UpstreamProto, UpstreamUrl};
+pub use upstream::{add_upstream_methods, UpstreamConfig, UpstreamProto, UpstreamUrl};
 pub use web::{WebConfig, WsConfig};
 
 /// Protocols a listener can detect. A listener with fewer enabled sniffs fewer probes.

@@ -170,6 +170,67 @@ fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error>
     })
 }
 
+/// Read `--upstream-methods`' value, `[PREFIX=]NAME[,NAME...]`, and add the names to
+/// the `methods` of the upstream it picks among `upstreams` (the file's and the
+/// flags'): the one with that prefix, or without `PREFIX=` the only one without a
+/// prefix. A flag that picks none, or more than one, is an error naming the candidates,
+/// never silently dropped: a `methods` list that does not reach its upstream fails only
+/// later, at startup, with a hint to set the very thing that was set.
+pub fn add_upstream_methods(
+    upstreams: &mut [UpstreamConfig],
+    spec: &str,
+) -> Result<(), ConfigError> {
+    let err = |why: String| ConfigError::new("upstream-methods", why);
+    let (prefix, names) = match spec.split_once('=') {
+        Some((p, names)) => (Some(p.trim()), names),
+        None => (None, spec),
+    };
+    let names: Vec<String> = names.split(',').map(|n| n.trim().to_owned()).collect();
+    if names.iter().any(String::is_empty) {
+        return Err(err(format!(
+            "{spec:?} has an empty verb name; give `[PREFIX=]NAME[,NAME...]`"
+        )));
+    }
+    let prefixes = || {
+        let mut p: Vec<&str> = upstreams
+            .iter()
+            .filter_map(|u| u.prefix.as_deref())
+            .collect();
+        p.dedup();
+        if p.is_empty() {
+            "none has a prefix".to_owned()
+        } else {
+            format!("the prefixes are {}", p.join(", "))
+        }
+    };
+    let picked: Vec<usize> = (0..upstreams.len())
+        .filter(|&i| upstreams[i].prefix.as_deref() == prefix)
+        .collect();
+    match (picked.as_slice(), prefix) {
+        ([i], _) => {
+            upstreams[*i].methods.extend(names);
+            Ok(())
+        }
+        ([], Some(p)) => Err(err(format!(
+            "no upstream has the prefix {p:?} ({}); give --upstream {p}=URL",
+            prefixes()
+        ))),
+        ([], None) => Err(err(format!(
+            "no upstream without a prefix ({}); name it: --upstream-methods PREFIX=NAME,...",
+            prefixes()
+        ))),
+        (_, Some(p)) => Err(err(format!(
+            "{} upstreams have the prefix {p:?}; each needs a prefix of its own",
+            picked.len()
+        ))),
+        (_, None) => Err(err(format!(
+            "{} upstreams have no prefix; give each a prefix (--upstream PREFIX=URL) and \
+             name it: --upstream-methods PREFIX=NAME,...",
+            picked.len()
+        ))),
+    }
+}
+
 impl UpstreamConfig {
     /// An upstream with the defaults, at `urls`.
     pub fn new(prefix: Option<String>, urls: Vec<String>) -> Self {
@@ -677,6 +738,34 @@ mod tests {
         ] {
             assert!(UpstreamUrl::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn methods_flag_picks_one_upstream() {
+        let mut ups = vec![
+            UpstreamConfig::from_flag("xmlrpc+http://h:1/RPC2").unwrap(),
+            UpstreamConfig::from_flag("mp=msgpack+tcp://h:2").unwrap(),
+        ];
+        add_upstream_methods(&mut ups, "add, sub").unwrap();
+        add_upstream_methods(&mut ups, "mp=echo").unwrap();
+        add_upstream_methods(&mut ups, "mp=fail").unwrap();
+        assert_eq!(ups[0].methods, ["add", "sub"]);
+        assert_eq!(ups[1].methods, ["echo", "fail"]);
+        let e = add_upstream_methods(&mut ups, "sv=x")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no upstream has the prefix \"sv\" (the prefixes are mp)"),
+            "{e}"
+        );
+        assert!(add_upstream_methods(&mut ups, "mp=a,,b").is_err());
+        ups.push(UpstreamConfig::from_flag("jsonrpc+tcp://h:3").unwrap());
+        let e = add_upstream_methods(&mut ups, "x").unwrap_err().to_string();
+        assert!(e.contains("2 upstreams have no prefix"), "{e}");
+        let e = add_upstream_methods(&mut ups[1..2], "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no upstream without a prefix"), "{e}");
     }
 
     #[test]

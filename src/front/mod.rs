@@ -6,6 +6,8 @@
 //! PROXY only as the very first bytes and only from a trusted network, TLS only
 //! outside TLS and only when configured, plaintext only where the TLS mode allows.
 
+mod h2_refusal;
+mod https_hint;
 pub(crate) mod proxy;
 pub(crate) mod tls;
 
@@ -117,10 +119,10 @@ impl std::fmt::Display for Refused {
 /// The answer to a plaintext HTTP/1.x request on a port that requires TLS, as nginx
 /// gives one: a short `400` saying so, where closing at once left curl with "Empty reply
 /// from server" and Python with `RemoteDisconnected`. `head` is what the sniffer read;
-/// its `Host` names the `https://` URL to use. `None` for HTTP/2's preface, which an
-/// HTTP/1.1 status would only confuse.
+/// its `Host` names the `https://` URL to use. `None` for HTTP/2's preface, answered in
+/// HTTP/2 ([`h2_refusal`]).
 pub(crate) fn tls_required_reply(head: &[u8]) -> Option<Vec<u8>> {
-    if head.starts_with(b"PRI * HTTP/2.0") {
+    if rpcmux_sniff::http2(head) != rpcmux_sniff::Probe::NoMatch {
         return None;
     }
     let host = head
@@ -129,19 +131,10 @@ pub(crate) fn tls_required_reply(head: &[u8]) -> Option<Vec<u8>> {
         .map(|line| line.strip_suffix(b"\r").unwrap_or(line))
         .find_map(|line| {
             let (name, value) = line.split_at(line.iter().position(|b| *b == b':')?);
-            let value = std::str::from_utf8(&value[1..]).ok()?.trim();
-            let plain = value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b".-:[]_".contains(&b));
-            (name.eq_ignore_ascii_case(b"host") && !value.is_empty() && plain)
-                .then(|| value.to_owned())
+            let value = std::str::from_utf8(&value[1..]).ok()?;
+            name.eq_ignore_ascii_case(b"host").then_some(value)
         });
-    let body = match host {
-        Some(host) => {
-            format!("This port requires TLS: send the request over https:// (https://{host}/).\n")
-        }
-        None => "This port requires TLS: send the request over https://.\n".to_owned(),
-    };
+    let body = https_hint::tls_required_text(host);
     let mut reply = format!(
         "HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
         body.len()
@@ -151,19 +144,26 @@ pub(crate) fn tls_required_reply(head: &[u8]) -> Option<Vec<u8>> {
     Some(reply)
 }
 
-/// Write [`tls_required_reply`] and close gently: the write side first, then what the
-/// client still sends (the rest of its request) is read and dropped, at most 64 KiB or
-/// one second, so that closing with unread input does not reset the connection under
-/// the reply before the client has read it.
-pub(crate) async fn refuse_plaintext_http<S: AsyncRead + AsyncWrite + Unpin>(
+/// Tell a plaintext HTTP client on a port that requires TLS to use `https://`, then
+/// close: HTTP/1.x gets [`tls_required_reply`], HTTP/2's preface the same `400` as an
+/// HTTP/2 answer ([`h2_refusal::refuse`]). `head` is what the sniffer read.
+pub(crate) async fn refuse_plaintext_http<S: AsyncRead + AsyncWrite + Unpin + Send>(
     io: &mut S,
-    head: &[u8],
+    head: &bytes::Bytes,
 ) {
-    let Some(reply) = tls_required_reply(head) else {
-        return;
-    };
+    match tls_required_reply(head) {
+        Some(reply) => refuse_http1(io, &reply).await,
+        None => h2_refusal::refuse(io, head.clone()).await,
+    }
+}
+
+/// Write `reply` and close gently: the write side first, then what the client still
+/// sends (the rest of its request) is read and dropped, at most 64 KiB or one second, so
+/// that closing with unread input does not reset the connection under the reply before
+/// the client has read it.
+async fn refuse_http1<S: AsyncRead + AsyncWrite + Unpin>(io: &mut S, reply: &[u8]) {
     let linger = async {
-        io.write_all(&reply).await?;
+        io.write_all(reply).await?;
         io.shutdown().await?;
         // On the heap, and only now: an array here is part of the future of every
         // connection's task (`server::conn::handle` awaits this inline), sniffing or

@@ -8,6 +8,7 @@
 use crate::gateway::forward::{refused, Caller, Upstream};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_value::{Params, RpcError, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Introspection calls in flight at once while describing the verbs.
 const PARALLEL: usize = 8;
@@ -123,10 +124,69 @@ pub(super) type Source = &'static str;
 /// a bad reply) is a failure even with a `methods` list, so the verbs learned before
 /// are kept rather than replaced by that list; one that answered with a fault of its
 /// own has no introspection, and gets the list.
+///
+/// A discovery that takes longer than [`PROGRESS_EVERY`] says so in the log, once per
+/// that period (`learning upstream verbs upstream=sv described=8 of=20`), so a slow
+/// upstream at startup is visibly being asked rather than a silent hang; a fast one
+/// logs nothing more than before.
 pub(super) async fn discover(
     up: &Upstream,
     configured: &[String],
     strict: bool,
+) -> Result<(Vec<Found>, Source), RpcError> {
+    let progress = Progress::default();
+    let work = discover_counted(up, configured, strict, &progress);
+    tokio::pin!(work);
+    let start = tokio::time::Instant::now();
+    let mut tick = tokio::time::interval_at(start + PROGRESS_EVERY, PROGRESS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            r = &mut work => return r,
+            _ = tick.tick() => progress.log(&up.name, start.elapsed()),
+        }
+    }
+}
+
+/// How often a slow discovery logs how far it got.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How far a discovery got: the verbs listed (0 until `system.listMethods` answered)
+/// and those described so far.
+#[derive(Default)]
+struct Progress {
+    listed: AtomicUsize,
+    described: AtomicUsize,
+}
+
+impl Progress {
+    fn log(&self, upstream: &str, elapsed: std::time::Duration) {
+        let of = self.listed.load(Ordering::Relaxed);
+        let elapsed = format!("{:.0}s", elapsed.as_secs_f64());
+        if of == 0 {
+            tracing::info!(
+                upstream = %upstream,
+                elapsed = %elapsed,
+                "learning upstream verbs: waiting for its answer"
+            );
+        } else {
+            let described = self.described.load(Ordering::Relaxed);
+            tracing::info!(
+                upstream = %upstream,
+                described,
+                of,
+                elapsed = %elapsed,
+                "learning upstream verbs: asking each for its help and signature"
+            );
+        }
+    }
+}
+
+async fn discover_counted(
+    up: &Upstream,
+    configured: &[String],
+    strict: bool,
+    progress: &Progress,
 ) -> Result<(Vec<Found>, Source), RpcError> {
     let listed = up
         .forward("system.listMethods", Params::default(), Caller::default())
@@ -140,6 +200,7 @@ pub(super) async fn discover(
     }
     if let Ok(Value::Array(names)) = &listed {
         let names = usable_names(&up.name, names.iter().filter_map(Value::as_str));
+        progress.listed.store(names.len(), Ordering::Relaxed);
         let deadline = tokio::time::Instant::now() + bounds::DESCRIBE_WITHIN;
         let found = stream::iter(names)
             .map(|name| async move {
@@ -150,14 +211,17 @@ pub(super) async fn discover(
                         signatures: None,
                     };
                 }
-                match tokio::time::timeout_at(deadline, describe(up, name.clone())).await {
-                    Ok(found) => found,
-                    Err(_) => Found {
-                        name,
-                        help: String::new(),
-                        signatures: None,
-                    },
-                }
+                let found =
+                    match tokio::time::timeout_at(deadline, describe(up, name.clone())).await {
+                        Ok(found) => found,
+                        Err(_) => Found {
+                            name,
+                            help: String::new(),
+                            signatures: None,
+                        },
+                    };
+                progress.described.fetch_add(1, Ordering::Relaxed);
+                found
             })
             .buffered(PARALLEL)
             .collect::<Vec<_>>()

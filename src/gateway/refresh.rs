@@ -56,7 +56,8 @@ fn startup_failure(name: &str, e: &rpcmux_value::RpcError) -> String {
     if e.code != crate::codes::ERR_UPSTREAM_UNREACHABLE {
         return format!(
             "upstream {name}: cannot learn its verbs: {} ({}); an upstream that cannot \
-             list them needs a `methods` list in its [[upstream]] table",
+             list them needs a `methods` list in its [[upstream]] table \
+             (on the command line, --upstream-methods [PREFIX=]NAME,...)",
             e.message, e.code
         );
     }

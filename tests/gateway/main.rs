@@ -11,6 +11,7 @@ mod common;
 mod support;
 
 mod credentials;
+mod discovery_flags;
 mod go_upstream;
 mod multicall;
 mod peers;

@@ -194,11 +194,8 @@ fn the_readme_block_waits_for_its_own_rpcmux() {
     let pasted = readme[start..end]
         .replace("/tmp/sv", dir.to_str().unwrap())
         .replace("127.0.0.1:9001", &format!("127.0.0.1:{sv_port}"))
-        .replace(
-            "rpcmux serve --no-demo",
-            &format!("rpcmux serve --listen 127.0.0.1:{port} --no-demo"),
-        );
-    let stop = "kill %2 %1; rm -f \"$out\"; wait\n";
+        .replace("127.0.0.1:54325", &format!("127.0.0.1:{port}"));
+    let stop = "kill $srv $sv; wait $srv $sv; rm -f \"$out\"\n";
     let call = format!("rpcmux call localhost:{port} supervisor.getState\n");
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_rpcmux"))
         .parent()

@@ -59,6 +59,17 @@ impl PyUpstream {
         Self::run(PathBuf::from("python3"), path, &[token])
     }
 
+    /// tests/gateway/slow_upstream.py (`python3`): `n` verbs `v0`.. and introspection
+    /// answering after `delay` seconds per call (`mode` `slow`), or none (`bare`).
+    pub fn slow(mode: &str, n: usize, delay: f64) -> PyUpstream {
+        let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/gateway/slow_upstream.py");
+        Self::run(
+            PathBuf::from("python3"),
+            path,
+            &[mode, &n.to_string(), &delay.to_string()],
+        )
+    }
+
     fn run(py: PathBuf, path: PathBuf, args: &[&str]) -> PyUpstream {
         let script = path.display().to_string();
         let mut child = Command::new(py)

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod addr_in_use;
 mod auth;
 mod auth_bypass;
 mod auth_http;
@@ -19,3 +20,4 @@ mod systemd;
 mod tls_proxy;
 mod tls_quickstart;
 mod tls_reload;
+mod tls_required_h2;

@@ -39,17 +39,23 @@ fn the_quickstart_lines_give_mutual_tls() {
         String::from_utf8_lossy(&out.stderr)
     );
 
-    let serve = printed(&text, "serve");
+    let mut serve = printed(&text, "serve");
     assert!(serve.contains(&"--tls-client-ca".to_string()), "{serve:?}");
-    // `Server::start` says `serve` itself, and adds `--listen 127.0.0.1:0`.
+    // Its own port, beside a plaintext server on the default one; here a free one.
+    let listen = serve
+        .iter_mut()
+        .find(|a| a.as_str() == "127.0.0.1:54323")
+        .expect("the serve line listens on 127.0.0.1:54323");
+    *listen = "127.0.0.1:0".into();
+    // `Server::start` says `serve` itself.
     let srv = Server::start(&serve[1..].iter().map(String::as_str).collect::<Vec<_>>());
 
     // The call as printed, at the test server's port; `localhost` checks the name too.
     let mut call = printed(&text, "call");
     let addr = call
         .iter_mut()
-        .find(|a| a.as_str() == "localhost:54321")
-        .expect("the call line dials localhost:54321");
+        .find(|a| a.as_str() == "localhost:54323")
+        .expect("the call line dials localhost:54323");
     *addr = format!("localhost:{}", srv.port());
     let out = rpcmux(&call);
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -596,15 +596,15 @@ fn each_uid_is_throttled_on_its_own() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The README's Unix-socket block, as pasted (its socket file and port moved to free
-/// ones): twice in a row it waits for its own server, calls it over the socket and
+/// The README's Unix-socket block, as pasted (its socket file moved; its port is 0, a
+/// free one): twice in a row it waits for its own server, calls it over the socket and
 /// stops it; with its port taken it says the server did not start, rather than let
 /// the calls fail silently or reach another server.
 #[test]
 fn the_readme_block_waits_for_its_own_server() {
     let readme = std::fs::read_to_string(common::repo().join("README.md")).unwrap();
     let start = readme
-        .find("out=$(mktemp); rpcmux serve --listen 127.0.0.1:54322 --listen unix:/tmp/rpcmux.sock")
+        .find("out=$(mktemp); rpcmux serve --listen 127.0.0.1:0 --listen unix:/tmp/rpcmux.sock")
         .expect("the Unix-socket block in README.md");
     let end = start + readme[start..].find("\n```").unwrap();
     let dir = sock_dir("readme");
@@ -614,23 +614,22 @@ fn the_readme_block_waits_for_its_own_server() {
         .local_addr()
         .unwrap()
         .port();
-    let block = readme[start..end]
-        .replace("/tmp/rpcmux.sock", sock.to_str().unwrap())
-        .replace("127.0.0.1:54322", &format!("127.0.0.1:{port}"));
+    let block = readme[start..end].replace("/tmp/rpcmux.sock", sock.to_str().unwrap());
     let bin = Path::new(env!("CARGO_BIN_EXE_rpcmux")).parent().unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let paste = || {
+    let paste_block = |block: &str| {
         Command::new("bash")
-            .args(["-c", &block])
+            .args(["-c", block])
             .env("PATH", &path)
             .stdin(Stdio::null())
             .output()
             .unwrap()
     };
+    let paste = || paste_block(&block);
     for round in 1..=2 {
         let out = paste();
         let said = text(&out.stdout);
@@ -647,8 +646,10 @@ fn the_readme_block_waits_for_its_own_server() {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+    // On a port taken (the block's own is 0: any free one).
     let _taken = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
-    let out = paste();
+    let block = block.replace("127.0.0.1:0", &format!("127.0.0.1:{port}"));
+    let out = paste_block(&block);
     let err = text(&out.stderr);
     assert!(
         err.contains("rpcmux serve did not start: its error is above"),
