@@ -146,6 +146,10 @@ impl Schedule {
             // A reader that stops backs up into its outbox after 64 KiB, not 4 MiB.
             "--max-conn-output".into(),
             "65536".into(),
+            // A SIGTERM waits this long at most for connections to drain (a paused
+            // reader holds its output): clients and publishers wait longer to come back.
+            "--shutdown-timeout".into(),
+            "3".into(),
         ]
     }
 }
@@ -286,9 +290,10 @@ fn publisher(
     done
 }
 
-/// Connect, trying again for a while (the server may be restarting).
+/// Connect, trying again for a while (the server may be restarting: a SIGTERM drains for
+/// up to `--shutdown-timeout`, 3 s, and a debug build starts in well under a second).
 fn connect_again(proto: Proto, addr: SocketAddr, rcvbuf: Option<usize>) -> Option<Wire> {
-    let until = Instant::now() + Duration::from_secs(20);
+    let until = Instant::now() + Duration::from_secs(30);
     loop {
         match Wire::connect_with(proto, addr, rcvbuf) {
             Ok(w) => return Some(w),
