@@ -54,7 +54,14 @@ enum Command {
     /// Follow events (any protocol that carries them): one JSON line per event, resumed
     /// after a dropped connection from the last one printed, each printed once.
     #[command(
-        after_help = "Exit status: 0 when stdout is closed; 1 when the server refuses         the subscription for good (--since older than it retains: error -32007 \"too         old\", naming the oldest retained id; --since no event id or a bad pattern:         -32602; a permission); 2 when the first connection fails or on a bad command         line. After the first connection, failures are retried. A server restart never         ends it: with --events-dir on the server it resumes with no gap; without, it         prints \"server restarted; events between X and now are lost\" on stderr and         follows on from the oldest event the server retains."
+        after_help = "Exit status: 0 when stdout is closed; 1 when the server refuses \
+        the subscription for good (--since older than it retains: error -32007 \"too \
+        old\", naming the oldest retained id; --since no event id or a bad pattern: \
+        -32602; a permission); 2 when the first connection fails or on a bad command \
+        line. After the first connection, failures are retried. A server restart never \
+        ends it: with --events-dir on the server it resumes with no gap; without, it \
+        prints \"server restarted; events between X and now are lost\" on stderr and \
+        follows on from the oldest event the server retains."
     )]
     Watch(watch::WatchArgs),
     /// Load-test a server (any protocol): calls/s, latency percentiles, errors.

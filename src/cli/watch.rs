@@ -20,11 +20,10 @@ use std::process::ExitCode;
 
 #[derive(Args, Debug)]
 pub struct WatchArgs {
-    /// Protocol to speak, one that carries events: jsonrpc-tcp, msgpack, stomp,
-    /// jsonrpc-ws, stomp-ws ('jsonrpc' is jsonrpc-tcp here: HTTP carries no events)
-    /// [default: jsonrpc-tcp, or jsonrpc-ws for a ws:// or wss:// URL].
+    /// Protocol to speak, one that carries events (XML-RPC and JSON-RPC over HTTP carry
+    /// none) [default: jsonrpc-tcp, or jsonrpc-ws for a ws:// or wss:// URL].
     #[arg(long, alias = "protocol", value_enum)]
-    proto: Option<ClientProto>,
+    proto: Option<EventProto>,
     /// Start after this event id (an `event_id` printed before), or "0" for every event
     /// the server still retains [default: from now on].
     #[arg(long, value_name = "ID")]
@@ -47,6 +46,36 @@ pub struct WatchArgs {
     /// '*' for all.
     #[arg(default_value = "*")]
     pattern: String,
+}
+
+/// The protocols that carry events: what `--proto` offers (`rpcmux call`'s `xmlrpc` and
+/// `jsonrpc`, HTTP, carry none, so they are not offered, and clap refuses them naming
+/// these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum EventProto {
+    /// JSON-RPC 2.0 over raw TCP ('jsonrpc' is taken for it, as before).
+    #[value(alias = "jsonrpc")]
+    JsonrpcTcp,
+    /// MessagePack-RPC over raw TCP.
+    Msgpack,
+    /// STOMP 1.2 (every event; the pattern is applied here).
+    Stomp,
+    /// JSON-RPC 2.0 over WebSocket.
+    JsonrpcWs,
+    /// STOMP over WebSocket.
+    StompWs,
+}
+
+impl From<EventProto> for ClientProto {
+    fn from(p: EventProto) -> ClientProto {
+        match p {
+            EventProto::JsonrpcTcp => ClientProto::JsonrpcTcp,
+            EventProto::Msgpack => ClientProto::Msgpack,
+            EventProto::Stomp => ClientProto::Stomp,
+            EventProto::JsonrpcWs => ClientProto::JsonrpcWs,
+            EventProto::StompWs => ClientProto::StompWs,
+        }
+    }
 }
 
 pub fn run(a: WatchArgs) -> ExitCode {
@@ -129,8 +158,18 @@ fn fail(msg: &str) -> ExitCode {
 
 /// The follower the command line asks for.
 fn prepare(a: &WatchArgs) -> Result<Follow, String> {
+    // An HTTP URL names a transport without events: refused, naming the forms that work
+    // (it was taken silently, as the host and port of raw TCP).
+    let lower = a.addr.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        return Err(format!(
+            "{}: HTTP carries no events; give HOST:PORT (raw TCP: --proto jsonrpc-tcp, msgpack or stomp), ws://HOST:PORT/PATH (WebSocket) or unix:/PATH",
+            a.addr
+        ));
+    }
     let (target, opts) = super::target::connect(&a.addr, a.timeout, &a.tls, &a.credentials)?;
-    let proto = match a.proto.or(target.proto).unwrap_or(ClientProto::JsonrpcTcp) {
+    let chosen = a.proto.map(ClientProto::from);
+    let proto = match chosen.or(target.proto).unwrap_or(ClientProto::JsonrpcTcp) {
         ClientProto::Jsonrpc => ClientProto::JsonrpcTcp,
         ClientProto::Xmlrpc => {
             return Err(

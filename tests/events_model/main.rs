@@ -44,7 +44,10 @@ fn run_seed(seed: u64, events: usize) -> (Vec<String>, Option<schedule::Recorded
                 .cloned()
                 .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_default();
-            (vec![format!("the schedule did not run to its end: {why}")], None)
+            (
+                vec![format!("the schedule did not run to its end: {why}")],
+                None,
+            )
         }
     }
 }

@@ -124,8 +124,8 @@ impl Schedule {
             })
             .collect();
         let pace = Duration::from_micros(rng.u64(0..6000) * n_pub as u64);
-        let restart = (rng.u8(0..3) == 0)
-            .then(|| (rng.usize(events / 4..events * 3 / 4), rng.bool()));
+        let restart =
+            (rng.u8(0..3) == 0).then(|| (rng.usize(events / 4..events * 3 / 4), rng.bool()));
         Schedule {
             publishers,
             clients,

@@ -294,3 +294,37 @@ fn watch_logs_in_with_the_flags_of_call() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("refused"), "{err}");
 }
+
+/// `watch` offers only the protocols that carry events and refuses an HTTP URL, naming
+/// the forms that work (it listed xmlrpc and jsonrpc, and took `http://` silently:
+/// issue 49); its help's exit-status text has no runs of spaces.
+#[test]
+fn watch_refuses_what_carries_no_events_and_says_what_does() {
+    let out = crate::common::run_rpcmux(&["watch", "--proto", "xmlrpc", "127.0.0.1:1"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("jsonrpc-tcp, msgpack, stomp, jsonrpc-ws, stomp-ws"),
+        "{err}"
+    );
+    let out = crate::common::run_rpcmux(&["watch", "http://127.0.0.1:1/"], None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("HTTP carries no events") && err.contains("ws://HOST:PORT/PATH"),
+        "{err}"
+    );
+    let help = crate::common::run_rpcmux(&["watch", "--help"], None);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let possible = help
+        .split("--proto")
+        .nth(1)
+        .and_then(|s| s.split("--since").next())
+        .unwrap_or_default();
+    assert!(!possible.contains("xmlrpc"), "{possible}");
+    let exit = help
+        .split("Exit status")
+        .nth(1)
+        .expect("the exit-status text");
+    assert!(!exit.contains("  "), "a run of spaces: {exit}");
+}
