@@ -24,6 +24,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fleet;
 mod model;
 mod schedule;
 mod wire;
@@ -54,6 +55,9 @@ fn run_seed(seed: u64, events: usize) -> (Vec<String>, Option<schedule::Recorded
 
 fn run_seed_inner(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded) {
     let s = Schedule::generate(seed, events);
+    if s.fleet {
+        return run_fleet(seed, &s);
+    }
     let mut args = s.server_args();
     // A schedule that restarts its server keeps its events in a log that outlives it.
     let dir = s
@@ -64,7 +68,7 @@ fn run_seed_inner(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded)
     }
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let server = Server::new(&args);
-    let recorded = schedule::run(&s, server.addr, &server);
+    let recorded = schedule::run(&s, &[server.addr], &server);
     let bad = schedule::check(&recorded);
     drop(server);
     if let Some(d) = dir {
@@ -73,6 +77,30 @@ fn run_seed_inner(seed: u64, events: usize) -> (Vec<String>, schedule::Recorded)
     (bad, recorded)
 }
 
+/// A fleet schedule: two instances on one Redis stream (its own channel), Redis
+/// SIGKILLed and started again (with its stream, or empty) when the schedule says.
+fn run_fleet(seed: u64, s: &Schedule) -> (Vec<String>, schedule::Recorded) {
+    let aof = s.restart.is_some_and(|(_, keep)| keep);
+    let redis = fleet::Redis::start(aof.then(|| common::temp_dir(&format!("model-redis-{seed}"))));
+    let mut args = s.server_args();
+    args.extend([
+        "--events".to_owned(),
+        redis.url(),
+        "--events-channel".to_owned(),
+        format!("model-{seed}"),
+    ]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let a = common::Server::start(&args);
+    let b = common::Server::start(&args);
+    // An instance reads the stream from when it joins: both join before anything is
+    // published (an event published before another instance joined is its history).
+    fleet::wait_joined(&a);
+    fleet::wait_joined(&b);
+    let recorded = schedule::run(s, &[a.addr, b.addr], &redis);
+    let bad = schedule::check(&recorded);
+    drop((a, b));
+    (bad, recorded)
+}
 /// The server a schedule runs against, restarted on its address when the schedule says.
 struct Server {
     addr: std::net::SocketAddr,
@@ -119,7 +147,7 @@ fn assert_seeds(seeds: std::ops::RangeInclusive<u64>) {
         };
         eprintln!(
             "seed {seed}: {} events, {} connections, {} events.lost, {}, {} violation(s)",
-            r.truth.len(),
+            r.truths[0].len(),
             r.connections,
             r.lost_notices,
             r.restart,
@@ -161,8 +189,9 @@ fn campaign() {
         (Vec::new(), 0, 0, 0, 0);
     for seed in first..first + n {
         let (bad, r) = run_seed(seed, events);
-        if let Some(r) = r {
-            total_events += r.truth.len();
+        if let Some(r) = &r {
+            eprintln!("seed {seed}: {}, {} violation(s)", r.restart, bad.len());
+            total_events += r.truths[0].len();
             conns += r.connections;
             lost += r.lost_notices;
             restarts += usize::from(r.restart != "no restart");

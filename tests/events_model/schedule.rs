@@ -62,8 +62,13 @@ pub struct Schedule {
     /// come over a second or two, so that pauses and cuts fall among them.
     pub pace: Duration,
     /// Restart the server (with its events in `--events-dir`) once this many publishes
-    /// are acknowledged: `true` by SIGKILL, `false` by SIGTERM.
+    /// are acknowledged: `true` by SIGKILL, `false` by SIGTERM. In a fleet: SIGKILL
+    /// Redis and start it again, `true` with its stream kept (an append-only file),
+    /// `false` empty.
     pub restart: Option<(usize, bool)>,
+    /// Two instances sharing a Redis stream instead of one: publishers and clients are
+    /// dealt between them, and each instance's window is the truth of its clients.
+    pub fleet: bool,
 }
 
 /// Stops and starts the server a schedule runs against, on one address.
@@ -126,12 +131,14 @@ impl Schedule {
         let pace = Duration::from_micros(rng.u64(0..6000) * n_pub as u64);
         let restart =
             (rng.u8(0..3) == 0).then(|| (rng.usize(events / 4..events * 3 / 4), rng.bool()));
+        let fleet = rng.u8(0..4) == 0;
         Schedule {
             publishers,
             clients,
             outbox: [16, 64, 4096][rng.usize(0..3)],
             pace,
             restart,
+            fleet,
         }
     }
 
@@ -156,7 +163,10 @@ impl Schedule {
 
 /// What a run recorded.
 pub struct Recorded {
-    pub truth: Vec<Ev>,
+    /// Each instance's window, in its order.
+    pub truths: Vec<Vec<Ev>>,
+    /// The instance each client was on.
+    pub client_on: Vec<usize>,
     pub publishers: Vec<Vec<Publish>>,
     pub clients: Vec<Client>,
     /// Faults that happened (for the campaign's figures): overflows, cuts, resumes.
@@ -169,8 +179,9 @@ pub struct Recorded {
 /// What every client's last connection waits for: the truth, once read.
 type Shared = Arc<OnceLock<Vec<Ev>>>;
 
-/// Run `s` against the server at `addr` (restarted by `server` when the schedule says).
-pub fn run(s: &Schedule, addr: SocketAddr, server: &dyn Restarter) -> Recorded {
+/// Run `s` against the servers at `addrs` (one, or a fleet's two; restarted by `server`
+/// when the schedule says).
+pub fn run(s: &Schedule, addrs: &[SocketAddr], server: &dyn Restarter) -> Recorded {
     std::thread::scope(|scope| {
         let acked = Arc::new(AtomicUsize::new(0));
         if let Some((after, kill)) = s.restart {
@@ -183,25 +194,33 @@ pub fn run(s: &Schedule, addr: SocketAddr, server: &dyn Restarter) -> Recorded {
                 server.restart(kill);
             });
         }
-        let mut r = run_among(s, addr, &acked);
-        r.restart = match s.restart {
-            None => "no restart".into(),
-            Some((after, true)) => format!("SIGKILL after {after} publishes"),
-            Some((after, false)) => format!("SIGTERM after {after} publishes"),
+        let mut r = run_among(s, addrs, &acked);
+        r.restart = match (s.restart, s.fleet) {
+            (None, false) => "no restart".into(),
+            (None, true) => "a fleet of 2, no restart".into(),
+            (Some((after, true)), false) => format!("SIGKILL after {after} publishes"),
+            (Some((after, false)), false) => format!("SIGTERM after {after} publishes"),
+            (Some((after, aof)), true) => format!(
+                "a fleet of 2, Redis SIGKILLed after {after} publishes and started {}",
+                if aof { "with its stream" } else { "empty" }
+            ),
         };
         r
     })
 }
 
-fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Recorded {
-    let truth: Shared = Arc::default();
+fn run_among(s: &Schedule, addrs: &[SocketAddr], acked: &Arc<AtomicUsize>) -> Recorded {
+    let truths: Vec<Shared> = addrs.iter().map(|_| Shared::default()).collect();
     let published = Arc::new(Mutex::new(Vec::<Vec<Publish>>::new()));
+    let client_on: Vec<usize> = (0..s.clients.len()).map(|k| k % addrs.len()).collect();
     let clients: Vec<_> = s
         .clients
         .iter()
         .enumerate()
         .map(|(k, plan)| {
-            let (plan, truth, published) = (plan.clone(), truth.clone(), published.clone());
+            let on = client_on[k];
+            let (plan, truth, published) = (plan.clone(), truths[on].clone(), published.clone());
+            let addr = addrs[on];
             std::thread::spawn(move || client(k, &plan, addr, &truth, &published))
         })
         .collect();
@@ -214,6 +233,7 @@ fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Record
         .enumerate()
         .map(|(p, events)| {
             let (events, pace, acked) = (events.clone(), s.pace, acked.clone());
+            let addr = addrs[p % addrs.len()];
             std::thread::spawn(move || publisher(p, &events, pace, addr, &acked))
         })
         .collect();
@@ -229,8 +249,12 @@ fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Record
         .filter_map(|p| p.iter().rev().find(|x| x.acked))
         .map(|p| p.tag.clone())
         .collect();
-    let t = read_truth(addr, &finals);
-    truth.set(t.clone()).expect("set once");
+    // Each instance's window holds every acknowledged publish, its own and (through the
+    // stream) the others' (I6).
+    let t: Vec<Vec<Ev>> = addrs.iter().map(|a| read_truth(*a, &finals)).collect();
+    for (shared, t) in truths.iter().zip(&t) {
+        shared.set(t.clone()).expect("set once");
+    }
     let clients: Vec<Client> = clients
         .into_iter()
         .map(|h| h.join().expect("client"))
@@ -244,7 +268,8 @@ fn run_among(s: &Schedule, addr: SocketAddr, acked: &Arc<AtomicUsize>) -> Record
     let connections = clients.iter().map(|c| c.conns.len()).sum();
     all.extend(published.lock().unwrap().drain(..));
     Recorded {
-        truth: t,
+        truths: t,
+        client_on,
         restart: String::new(),
         publishers: all,
         clients,
@@ -572,15 +597,37 @@ fn unsub_linger_done(conn: &Conn) -> bool {
     }) == Some(true)
 }
 
-/// Check a run: the truth against the publishers, every client against the truth.
+/// Check a run: each instance's truth against the publishers, every client against its
+/// instance's truth.
 pub fn check(r: &Recorded) -> Vec<String> {
-    let mut bad = model::check_truth(&r.truth, &r.publishers);
+    let mut bad = Vec::new();
+    for (i, t) in r.truths.iter().enumerate() {
+        let label = if r.truths.len() > 1 {
+            format!("instance {i}: ")
+        } else {
+            String::new()
+        };
+        bad.extend(
+            model::check_truth(t, &r.publishers)
+                .into_iter()
+                .map(|v| format!("{label}{v}")),
+        );
+    }
     let sent: HashMap<String, Instant> = r
         .publishers
         .iter()
         .flatten()
         .map(|p| (p.tag.clone(), p.sent))
         .collect();
-    bad.extend(model::check_clients(&r.truth, &r.clients, &sent));
+    for (i, t) in r.truths.iter().enumerate() {
+        let on: Vec<Client> = r
+            .clients
+            .iter()
+            .zip(&r.client_on)
+            .filter(|(_, &o)| o == i)
+            .map(|(c, _)| c.clone())
+            .collect();
+        bad.extend(model::check_clients(t, &on, &sent));
+    }
     bad
 }
