@@ -211,7 +211,22 @@ fn the_shipped_samples_start_together() {
     );
     let exec = unit_values(&service, "ExecStart");
     let args: Vec<&str> = exec[0].split_whitespace().skip(1).collect();
-    assert_eq!(args, ["serve", "--config", "/etc/rpcmux/rpcmux.toml"]);
+    assert_eq!(
+        args,
+        [
+            "serve",
+            "--config",
+            "/etc/rpcmux/rpcmux.toml",
+            "--events-dir",
+            "/var/lib/rpcmux"
+        ]
+    );
+    assert!(
+        unit_values(&service, "StateDirectory").contains(&"rpcmux".to_owned()),
+        "systemd makes the events dir"
+    );
+    let state = temp_dir("samples-state");
+    let state = state.to_str().unwrap().to_owned();
 
     let etc = temp_dir("samples").join("etc/rpcmux");
     std::fs::create_dir_all(&etc).unwrap();
@@ -226,12 +241,10 @@ fn the_shipped_samples_start_together() {
     let copy = copy.to_str().unwrap();
     let args: Vec<&str> = args
         .iter()
-        .map(|a| {
-            if *a == "/etc/rpcmux/rpcmux.toml" {
-                copy
-            } else {
-                a
-            }
+        .map(|a| match *a {
+            "/etc/rpcmux/rpcmux.toml" => copy,
+            "/var/lib/rpcmux" => state.as_str(),
+            a => a,
         })
         .collect();
     let mut cmd = Command::new("systemd-socket-activate");
