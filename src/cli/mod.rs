@@ -125,6 +125,7 @@ mod tests {
         "proxy_from",
         "auth",
         "upstreams",
+        "upstream_methods",
         "allow_origin",
         "allow_host",
     ];

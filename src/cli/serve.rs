@@ -196,9 +196,9 @@ pub struct ServeArgs {
     /// Seconds a recent event is kept for resuming subscribers [default: 300].
     #[arg(long = "events-retain-secs", value_name = "SECS", value_parser = seconds, help_heading = EVENTS)]
     events_retain_secs: Option<f64>,
-    /// Live events one subscribed session may have waiting, at most ([events] outbox;
-    /// default 4096); past it, or past 16 MiB ([events] outbox_bytes), it is told what it
-    /// lost (events.lost) and closed.
+    /// Live events one subscribed session may have waiting, at most ([events] outbox);
+    /// past it, or past 16 MiB ([events] outbox_bytes), it is told what it lost
+    /// (events.lost) and closed [default: 4096].
     #[arg(long = "events-outbox", value_name = "N", help_heading = EVENTS)]
     events_outbox: Option<usize>,
     /// Keep the instance id and the retained events in this directory across restarts
