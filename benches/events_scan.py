@@ -75,7 +75,10 @@ def phase(addr, secs, attack_since):
 
     def reader():
         while not stop.is_set():
-            line = sf.readline()
+            try:
+                line = sf.readline()
+            except OSError:
+                return
             if not line:
                 return
             v = json.loads(line)
@@ -85,15 +88,20 @@ def phase(addr, secs, attack_since):
     answered = [0]
 
     def attacker():
-        a = socket.create_connection(addr)
-        af = a.makefile("rb")
         req = (json.dumps({"jsonrpc": "2.0", "id": 1, "method": "subscribe",
                            "params": {"pattern": "*", "since": attack_since}}) + "\n").encode()
         while not stop.is_set():
-            a.sendall(req * 16)
-            for _ in range(16):
-                af.readline()
-                answered[0] += 1
+            try:
+                a = socket.create_connection(addr)
+                af = a.makefile("rb")
+                while not stop.is_set():
+                    a.sendall(req * 16)
+                    for _ in range(16):
+                        if not af.readline():
+                            raise ConnectionError("closed")
+                        answered[0] += 1
+            except OSError:
+                continue  # closed by the server: connect again
 
     threads = [threading.Thread(target=reader, daemon=True)]
     if attack_since:
