@@ -235,6 +235,37 @@ fn non_reader_request(proto: &str) -> Vec<u8> {
     }
 }
 
+/// `n` connections with small receive buffers (on 6 threads), each sending `request`
+/// whole and reading nothing: the ones that connected.
+fn send_from_many(
+    addr: std::net::SocketAddr,
+    n: usize,
+    request: Vec<u8>,
+) -> Vec<std::net::TcpStream> {
+    let request = std::sync::Arc::new(request);
+    let workers: Vec<_> = (0..6)
+        .map(|w| {
+            let request = request.clone();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for _ in (w..n).step_by(6) {
+                    let Ok(mut s) = dial_small_rcvbuf(addr) else {
+                        continue;
+                    };
+                    use std::io::Write;
+                    let _ = s.write_all(&request);
+                    held.push(s);
+                }
+                held
+            })
+        })
+        .collect();
+    workers
+        .into_iter()
+        .flat_map(|w| join(w, "a client"))
+        .collect()
+}
+
 /// Clients of `proto` each ask for a 6 MiB reply and never read; meanwhile a
 /// bystander is answered, a reading client's big reply is refused -32006 while the
 /// budget is spent (or answered), and the peak RSS stays bounded.
@@ -247,28 +278,7 @@ fn non_readers(proto: &'static str) {
     ]);
     let addr = srv.addr;
     let bystander = Bystander::start(ping_tcp, addr, Duration::from_millis(100), 10_000);
-    let request = std::sync::Arc::new(non_reader_request(proto));
-    let workers: Vec<_> = (0..6)
-        .map(|w| {
-            let request = request.clone();
-            std::thread::spawn(move || {
-                let mut held = Vec::new();
-                for _ in (w..non_readers_of(proto)).step_by(6) {
-                    let Ok(mut s) = dial_small_rcvbuf(addr) else {
-                        continue;
-                    };
-                    use std::io::Write;
-                    let _ = s.write_all(&request);
-                    held.push(s);
-                }
-                held
-            })
-        })
-        .collect();
-    let held: Vec<_> = workers
-        .into_iter()
-        .flat_map(|w| join(w, "non-reader"))
-        .collect();
+    let held = send_from_many(addr, non_readers_of(proto), non_reader_request(proto));
     let n = non_readers_of(proto);
     assert!(held.len() >= n * 9 / 10, "{} connected", held.len());
     // Let the server work through what it could read.
@@ -499,28 +509,7 @@ fn slow_readers_of_big_replies_are_charged_what_their_replies_hold() {
         Server::start_limited(&["--max-total-output", "67108864", "--send-timeout", "120"]);
     let addr = srv.addr;
     let baseline = srv.rss_mib();
-    let request = std::sync::Arc::new(non_reader_request("msgpack"));
-    let clients: Vec<_> = (0..6)
-        .map(|w| {
-            let request = request.clone();
-            std::thread::spawn(move || {
-                let mut held = Vec::new();
-                for _ in (w..60).step_by(6) {
-                    let Ok(mut s) = dial_small_rcvbuf(addr) else {
-                        continue;
-                    };
-                    use std::io::Write;
-                    let _ = s.write_all(&request);
-                    held.push(s);
-                }
-                held
-            })
-        })
-        .collect();
-    let mut held: Vec<std::net::TcpStream> = clients
-        .into_iter()
-        .flat_map(|w| join(w, "client"))
-        .collect();
+    let mut held = send_from_many(addr, 60, non_reader_request("msgpack"));
     assert!(held.len() >= 54, "{} connected", held.len());
     std::thread::sleep(Duration::from_secs(4));
     // Each reads its first bytes: a msgpack-rpc response `[1, msgid, error, result]`
