@@ -54,6 +54,18 @@ struct Chunk {
     alloc: usize,
 }
 
+impl Chunk {
+    /// A chunk of `bytes` as pushed: one of this connection's own holds their length.
+    fn new(bytes: Bytes, shared: bool) -> Chunk {
+        let alloc = if shared { 0 } else { bytes.len() };
+        Chunk {
+            bytes,
+            shared,
+            alloc,
+        }
+    }
+}
+
 impl Deref for Out {
     type Target = BytesMut;
     fn deref(&self) -> &BytesMut {
@@ -125,44 +137,33 @@ impl Out {
         if bytes.is_empty() {
             return;
         }
-        if !self.buf.is_empty() {
-            let head = self.buf.split().freeze();
-            self.push_chunk(head, false);
-        }
-        self.push_chunk(bytes, shared);
+        self.push_chunk(Chunk::new(bytes, shared));
     }
 
-    fn push_chunk(&mut self, bytes: Bytes, shared: bool) {
-        let len = bytes.len();
-        self.chunked += len;
-        let alloc = if shared {
-            self.shared += len;
-            0
-        } else {
-            self.owned_alloc += len;
-            len
-        };
-        self.chunks.push_back(Chunk {
-            bytes,
-            shared,
-            alloc,
-        });
+    /// Append `c` after what `buf` holds (moved into a chunk of its own first), counting
+    /// its bytes and, for one of this connection's own, its allocation.
+    fn push_chunk(&mut self, c: Chunk) {
+        if !self.buf.is_empty() {
+            let head = self.buf.split().freeze();
+            self.count_and_push(Chunk::new(head, false));
+        }
+        self.count_and_push(c);
+    }
+
+    fn count_and_push(&mut self, c: Chunk) {
+        self.chunked += c.bytes.len();
+        if c.shared {
+            self.shared += c.bytes.len();
+        }
+        self.owned_alloc += c.alloc;
+        self.chunks.push_back(c);
     }
 
     /// Move everything in `other` to the end of this output, in order.
     pub(crate) fn append(&mut self, other: &mut Out) {
+        // Each chunk moved with what it holds: its allocation is counted here from now on.
         for c in other.chunks.drain(..) {
-            // Moved with what it holds: its allocation is counted here from now on.
-            if !self.buf.is_empty() {
-                let head = self.buf.split().freeze();
-                self.push_chunk(head, false);
-            }
-            self.chunked += c.bytes.len();
-            if c.shared {
-                self.shared += c.bytes.len();
-            }
-            self.owned_alloc += c.alloc;
-            self.chunks.push_back(c);
+            self.push_chunk(c);
         }
         other.chunked = 0;
         other.shared = 0;

@@ -711,7 +711,7 @@ mod tests {
             next(&mut rx).is_none(),
             "nothing taken before the reply is written"
         );
-        // A batch's unsubscribe after it finds it (it is made, not pending).
+        // The reply is written: the driver releases the call's hold.
         rx.release(1);
         let names: Vec<String> = std::iter::from_fn(|| next(&mut rx))
             .map(|e| e.name.clone())

@@ -52,7 +52,7 @@ pub(crate) struct Calls<D> {
     bytes: usize,
     budget: Arc<Budget>,
     /// The session's holds, on a connection that can carry events.
-    holds: Option<HoldProbe>,
+    probe: Option<HoldProbe>,
 }
 
 /// A call that did not finish when it started, holding its share of the budget.
@@ -85,19 +85,19 @@ impl<D: Send + 'static> Calls<D> {
             ready: VecDeque::new(),
             bytes: 0,
             budget,
-            holds: None,
+            probe: None,
         }
     }
 
     /// Attribute the session's outbox holds to the calls that take them.
     pub(crate) fn with_holds(mut self, probe: HoldProbe) -> Self {
-        self.holds = Some(probe);
+        self.probe = Some(probe);
         self
     }
 
     /// Holds taken since the last claim (by the call just run).
     fn claim(&self) -> usize {
-        self.holds.as_ref().map_or(0, HoldProbe::claim)
+        self.probe.as_ref().map_or(0, HoldProbe::claim)
     }
 
     /// Start a call decoded from `bytes` bytes of input.
@@ -121,7 +121,7 @@ impl<D: Send + 'static> Calls<D> {
                 bytes,
                 _charge: self.budget.charge(bytes),
                 holds,
-                probe: self.holds.clone(),
+                probe: self.probe.clone(),
             });
     }
 
@@ -155,14 +155,9 @@ impl<D: Send + 'static> Calls<D> {
         }
     }
 
-    /// The outcome of a call that finished as it started, oldest first.
-    #[cfg(test)]
-    pub(crate) fn take_ready(&mut self) -> Option<D> {
-        self.take_ready_holding().map(|(done, _)| done)
-    }
-
-    /// [`Self::take_ready`], with the outbox holds its call took.
-    fn take_ready_holding(&mut self) -> Option<(D, usize)> {
+    /// The outcome of a call that finished as it started, oldest first, with the outbox
+    /// holds it took.
+    pub(crate) fn take_ready(&mut self) -> Option<(D, usize)> {
         self.ready.pop_front()
     }
 
@@ -281,9 +276,6 @@ pub(crate) struct DriveOpts {
     pub events: (Arc<crate::events::EventHub>, u64),
     /// Where a close over a limit is counted.
     pub metrics: Option<Arc<crate::observe::Metrics>>,
-    /// The session events reach (its subscriptions answered and still to be made are
-    /// made once their replies are written).
-    pub session: Option<crate::events::Session>,
 }
 
 impl DriveOpts {
@@ -308,7 +300,6 @@ impl DriveOpts {
             peer: info.peer.to_string(),
             events: (shared.events.clone(), info.session),
             metrics: shared.metrics.clone(),
-            session: None,
         }
     }
 }
@@ -368,10 +359,8 @@ where
         caller,
         conn_subs,
     ));
-    let session = ctx.session.clone();
     let framer = make_framer(ctx);
-    let mut opts = DriveOpts::new(&shared, &info, kill);
-    opts.session = session;
+    let opts = DriveOpts::new(&shared, &info, kill);
     let (rd, wr) = tokio::io::split(io);
     let (hub, session) = (shared.events.clone(), info.session);
     drive(rd, wr, input, framer, rx, opts).map(move |()| hub.drop_connection(session))
@@ -471,17 +460,31 @@ fn put_ready<F: Framer>(
 ) -> bool {
     let mut any = false;
     while out.pending() < max_out {
-        let Some((done, holds)) = calls.take_ready_holding() else {
+        let Some((done, holds)) = calls.take_ready() else {
             break;
         };
-        while let Some(o) = events.try_recv() {
-            put_outgoing(framer, o, out);
-        }
-        framer.reply(done, out);
-        events.release(holds);
+        put_reply(framer, events, out, done, holds);
         any = true;
     }
     any
+}
+
+/// Write a finished call's reply: first the events that wait (a call's own published
+/// events reach its caller before its reply, as VDSM sends them: its client's tests
+/// depend on the order), then the reply, then release the outbox holds the call took,
+/// so its subscription's events follow the reply that names it.
+fn put_reply<F: Framer>(
+    framer: &mut F,
+    events: &mut OutboxRx,
+    out: &mut Out,
+    done: F::Done,
+    holds: usize,
+) {
+    while let Some(o) = events.try_recv() {
+        put_outgoing(framer, o, out);
+    }
+    framer.reply(done, out);
+    events.release(holds);
 }
 
 async fn next_event(rx: &mut OutboxRx) -> Option<Outgoing> {
@@ -753,13 +756,7 @@ where
                 // A finished call's reply is taken only while the unsent output has room: a
                 // reply that does not fit waits in its call rather than piling up here.
                 Some((done, holds)) = calls.next(), if calls.waiting() && out.pending() < opts.max_out => {
-                    // Events a call published reach its caller before its reply, as VDSM
-                    // sends them (its client's tests depend on the order).
-                    while let Some(o) = events.try_recv() {
-                        put_outgoing(&mut framer, o, &mut out);
-                    }
-                    framer.reply(done, &mut out);
-                    events.release(holds);
+                    put_reply(&mut framer, &mut events, &mut out, done, holds);
                     if calls.is_empty() {
                         // Idle time counts from the last reply too, not only the last input.
                         last_reply = tokio::time::Instant::now();
@@ -1044,7 +1041,6 @@ mod tests {
             peer: "test".into(),
             events: (Arc::new(crate::events::EventHub::default()), 1),
             metrics: None,
-            session: None,
         }
     }
 

@@ -674,7 +674,7 @@ mod tests {
             for _ in 0..rounds {
                 let mut input = block.clone();
                 framer.decode(&mut input, &mut out, &mut calls, 64).unwrap();
-                while let Some(done) = calls.take_ready() {
+                while let Some((done, _)) = calls.take_ready() {
                     framer.reply(done, &mut out);
                 }
                 assert!(calls.is_empty());
@@ -800,7 +800,7 @@ mod tests {
         assert!(out.is_empty(), "nothing written ahead of the event");
         assert_eq!(calls.len(), 1);
         assert!(events.try_recv().is_some());
-        let done = calls.take_ready().unwrap();
+        let (done, _) = calls.take_ready().unwrap();
         framer.reply(done, &mut out);
         assert_eq!(replies(&mut out)[&7], Ok(Value::from(2)));
     }
@@ -841,7 +841,7 @@ mod tests {
             .decode(&mut input, &mut out, &mut calls_running, 64)
             .unwrap();
         assert!(input.is_empty(), "every message was consumed");
-        while let Some(done) = calls_running.take_ready() {
+        while let Some((done, _)) = calls_running.take_ready() {
             framer.reply(done, &mut out);
         }
         assert!(calls_running.is_empty());
