@@ -75,7 +75,7 @@ async fn main() -> std::io::Result<()> {
                 let now = before.checked_add(p.n).ok_or(CounterError::Overflow)?;
                 c.store(now, Ordering::Relaxed);
                 let mut params = Map::new();
-                params.insert("value".into(), Value::Int(now));
+                params.insert("value", Value::Int(now));
                 ctx.events.publish("|counter|changed", params);
                 Ok(now)
             }

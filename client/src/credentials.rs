@@ -95,7 +95,7 @@ impl Credentials {
             let mut m = Map::default();
             for (k, v) in [("user", user), ("password", password), ("token", token)] {
                 if let Some(v) = v {
-                    m.insert(k.into(), Value::from(&**v));
+                    m.insert(k, Value::from(&**v));
                 }
             }
             return Params::Named(m);

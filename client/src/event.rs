@@ -28,10 +28,10 @@ impl Event {
     pub(crate) fn from_notification(name: String, params: Value) -> Event {
         let mut params = params;
         let id = match &mut params {
-            Value::Struct(m) => match m.shift_remove("event_id") {
-                Some(Value::String(id)) => Some(id),
+            Value::Struct(m) => match m.remove("event_id") {
+                Some(Value::String(id)) => Some(id.into_string()),
                 Some(other) => {
-                    m.insert("event_id".into(), other);
+                    m.insert("event_id", other);
                     None
                 }
                 None => None,
@@ -83,8 +83,8 @@ mod tests {
     #[test]
     fn event_id_moves_out_of_the_params() {
         let mut m = rpcmux_value::Map::default();
-        m.insert("n".into(), 1.into());
-        m.insert("event_id".into(), "00000000000000ff-7".into());
+        m.insert("n", 1.into());
+        m.insert("event_id", "00000000000000ff-7".into());
         let e = Event::from_notification("|t|1".into(), Value::Struct(Box::new(m)));
         assert_eq!(e.id.as_deref(), Some("00000000000000ff-7"));
         assert_eq!(e.origin_seq(), Some((255, 7)));

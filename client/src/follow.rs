@@ -387,7 +387,7 @@ mod tests {
         assert_eq!(gap_reason(&unknown), Some("unknown instance"));
         // data.reason wins where the protocol carries it.
         let mut data = rpcmux_value::Map::default();
-        data.insert("reason".into(), Value::from("restarted instance"));
+        data.insert("reason", Value::from("restarted instance"));
         let with_data = e(-32007, "whatever").with_data(Value::Struct(Box::new(data)));
         assert_eq!(gap_reason(&with_data), Some("restarted instance"));
         // An older server's message, and "too old" itself.

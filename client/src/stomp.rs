@@ -182,8 +182,8 @@ fn lost_notice(f: &Frame, first_lost: &str) -> Event {
         _ => message,
     };
     let mut m = rpcmux_value::Map::default();
-    m.insert("reason".into(), reason.into());
-    m.insert("first_lost".into(), first_lost.into());
+    m.insert("reason", reason.into());
+    m.insert("first_lost", first_lost.into());
     Event {
         name: Event::LOST.into(),
         params: Value::Struct(Box::new(m)),

@@ -12,7 +12,7 @@ pub fn value(u: &mut Unstructured<'_>, depth: usize) -> Result<Value> {
         1 => Value::Bool(u.arbitrary()?),
         2 => Value::Int(int(u)?),
         3 => Value::Double(f64::from_bits(u.arbitrary()?)),
-        4 => Value::String(u.arbitrary()?),
+        4 => Value::String(u.arbitrary::<String>()?.into()),
         5 => Value::Bytes(u.arbitrary()?),
         6 => Value::DateTime(datetime(u)?),
         7 => {

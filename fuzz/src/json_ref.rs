@@ -47,7 +47,7 @@ fn convert(j: &Json, r: &mut Read) -> Value {
             }
             _ => unreachable!("a serde_json number is an i64, u64 or f64"),
         },
-        Json::String(s) => Value::String(s.clone()),
+        Json::String(s) => Value::from(s.clone()),
         Json::Array(items) => Value::Array(items.iter().map(|v| convert(v, r)).collect()),
         Json::Object(o) => {
             let mut m = Map::new();
@@ -67,8 +67,8 @@ pub fn as_written(v: &Value) -> Value {
     use base64::Engine as _;
     match v {
         Value::Double(d) if !d.is_finite() => Value::Nil,
-        Value::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
-        Value::DateTime(d) => Value::String(d.to_iso8601()),
+        Value::Bytes(b) => Value::from(base64::engine::general_purpose::STANDARD.encode(b)),
+        Value::DateTime(d) => Value::from(d.to_iso8601()),
         Value::Array(items) => Value::Array(items.iter().map(as_written).collect()),
         Value::Struct(m) => {
             let m = m.iter().map(|(k, v)| (k.clone(), as_written(v)));

@@ -36,7 +36,7 @@ fn convert(mp: &Mp, depth: usize) -> Result<Value, String> {
         Mp::F64(f) => Value::Double(*f),
         // A str that is not UTF-8 is bytes (old-spec raw).
         Mp::String(s) => match s.as_str() {
-            Some(s) => Value::String(s.to_owned()),
+            Some(s) => Value::from(s.to_owned()),
             None => Value::Bytes(s.as_bytes().to_vec()),
         },
         Mp::Binary(b) => Value::Bytes(b.clone()),

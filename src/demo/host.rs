@@ -163,7 +163,7 @@ fn create(store: &Vms, p: &CreateVm) -> Result<(), HostError> {
 
 fn publish_status(ctx: &CallContext, id: &str, status: &str) {
     let mut inner = Map::new();
-    inner.insert("status".into(), status.into());
+    inner.insert("status", status.into());
     let mut params = Map::new();
     params.insert(id.to_owned(), Value::Struct(Box::new(inner)));
     ctx.events.publish(&format!("|virt|VM_status|{id}"), params);

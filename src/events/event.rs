@@ -127,7 +127,7 @@ impl Event {
         match &self.params {
             Value::Struct(m) => {
                 let mut m = m.clone();
-                m.insert("event_id".into(), Value::String(self.id.to_string()));
+                m.insert("event_id", Value::from(self.id.to_string()));
                 Value::Struct(m)
             }
             other => other.clone(),
@@ -252,8 +252,8 @@ impl Event {
             false => self.params.clone(),
         };
         let mut result = rpcmux_value::Map::default();
-        result.insert("name".into(), Value::String(self.name.clone()));
-        result.insert("params".into(), params);
+        result.insert("name", Value::from(self.name.clone()));
+        result.insert("params", params);
         Value::Struct(Box::new(result))
     }
 
@@ -316,13 +316,14 @@ impl Event {
 /// nesting can overflow the stack.
 pub(crate) fn weight(value: &Value) -> usize {
     const SLOT: usize = std::mem::size_of::<Value>();
-    // A map entry: its key's `String`, its value's slot and the index's share.
-    const ENTRY: usize = SLOT + std::mem::size_of::<String>() + 16;
+    // A map entry: its key's `Str` and its value's slot, plus a word for the hash index
+    // a large map keeps.
+    const ENTRY: usize = SLOT + std::mem::size_of::<rpcmux_value::Str>() + 8;
     let mut total = SLOT;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         match v {
-            Value::String(s) => total += s.capacity(),
+            Value::String(s) => total += s.heap_bytes(),
             Value::Bytes(b) => total += b.capacity(),
             Value::Array(items) => {
                 total += items.capacity() * SLOT;
@@ -330,7 +331,7 @@ pub(crate) fn weight(value: &Value) -> usize {
             }
             Value::Struct(map) => {
                 for (k, v) in map.iter() {
-                    total += ENTRY + k.capacity();
+                    total += ENTRY + k.heap_bytes();
                     stack.push(v);
                 }
             }
@@ -348,12 +349,12 @@ mod tests {
     fn weight_counts_what_a_tree_holds() {
         let leaf = weight(&Value::Int(1));
         assert_eq!(leaf, std::mem::size_of::<Value>());
-        let s = weight(&Value::String("x".repeat(1000)));
+        let s = weight(&Value::from("x".repeat(1000)));
         assert!(s >= 1000, "{s}");
-        let nested = Value::Array(vec![Value::String("y".repeat(500)); 100]);
+        let nested = Value::Array(vec![Value::from("y".repeat(500)); 100]);
         assert!(weight(&nested) >= 50_000);
         let mut m = rpcmux_value::Map::default();
-        m.insert("k".into(), Value::Bytes(vec![0; 2000]));
+        m.insert("k", Value::Bytes(vec![0; 2000]));
         assert!(weight(&Value::Struct(Box::new(m))) >= 2000);
     }
 
@@ -381,7 +382,7 @@ mod tests {
     fn resumable_encodings_carry_the_id_others_do_not() {
         let budget = Budget::new(1 << 30);
         let mut m = rpcmux_value::Map::default();
-        m.insert("vm".into(), Value::from("a"));
+        m.insert("vm", Value::from("a"));
         let id = EventId { origin: 1, seq: 7 };
         let e = Event::new("|virt|x", Value::Struct(Box::new(m))).with_id(id);
         let plain = String::from_utf8(e.json(&budget, false).to_vec()).unwrap();

@@ -111,11 +111,8 @@ fn too_old(old: retention::TooOld) -> RpcError {
     };
     let shown = oldest.as_deref().unwrap_or("none");
     let mut data = Map::default();
-    data.insert("reason".into(), Value::from(reason));
-    data.insert(
-        "oldest".into(),
-        oldest.clone().map_or(Value::Nil, Value::from),
-    );
+    data.insert("reason", Value::from(reason));
+    data.insert("oldest", oldest.clone().map_or(Value::Nil, Value::from));
     RpcError::new(
         ERR_SINCE_TOO_OLD,
         format!("{reason}: {detail} (oldest retained: {shown}); subscribe with since \"0\" for all that is retained"),
@@ -422,7 +419,7 @@ impl EventHub {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        params.insert("notify_time".into(), Value::Int(now));
+        params.insert("notify_time", Value::Int(now));
         let event = Event::new(name, Value::Struct(Box::new(params)));
         self.deliver_in_order(Err(event))
     }
@@ -585,7 +582,7 @@ mod tests {
         hub.subscribe("*", idle).unwrap();
         let big = |n: u8| {
             let mut m = Map::default();
-            m.insert("blob".into(), Value::Bytes(vec![n; 6 << 20]));
+            m.insert("blob", Value::Bytes(vec![n; 6 << 20]));
             m
         };
         let mut delivered = 0;

@@ -453,7 +453,7 @@ mod tests {
 
     fn event(origin: u64, seq: u64) -> Arc<Event> {
         let mut m = Map::default();
-        m.insert("n".into(), Value::Int(seq as i64));
+        m.insert("n", Value::Int(seq as i64));
         Arc::new(Event::new("|t", Value::Struct(Box::new(m))).with_id(EventId { origin, seq }))
     }
 

@@ -78,8 +78,8 @@ impl Lost {
     /// The notification's params: `{"reason": ..., "first_lost": ID}`.
     pub(crate) fn params(&self) -> rpcmux_value::Value {
         let mut m = rpcmux_value::Map::default();
-        m.insert("reason".into(), self.reason.into());
-        m.insert("first_lost".into(), self.first_lost.to_string().into());
+        m.insert("reason", self.reason.into());
+        m.insert("first_lost", self.first_lost.to_string().into());
         rpcmux_value::Value::Struct(Box::new(m))
     }
 

@@ -820,7 +820,7 @@ mod tests {
         let mut unknown_field = entry.clone();
         if let Value::Array(pair) = &mut unknown_field[0] {
             if let Value::Struct(m) = &mut pair[1] {
-                m.insert("extra".into(), Value::from(vec![Value::from(1)]));
+                m.insert("extra", Value::from(vec![Value::from(1)]));
             }
         }
         let calls: Vec<(&str, Vec<Value>)> = vec![

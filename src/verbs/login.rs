@@ -115,7 +115,7 @@ fn login(t: &VerbTable, mut args: Args, ctx: CallContext) -> Reply {
                 let name = p.name().to_owned();
                 caller.bind(p);
                 let mut reply = rpcmux_value::Map::default();
-                reply.insert("principal".into(), Value::from(name));
+                reply.insert("principal", Value::from(name));
                 Ok(Output::Value(Value::Struct(Box::new(reply))))
             }
             Err(f) => Err(RpcError::new(

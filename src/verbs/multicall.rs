@@ -136,7 +136,7 @@ fn split_call(call: Value) -> Result<Call, RpcError> {
         return Err(RpcError::invalid_params("each call must be a struct"));
     };
     let method = match m.swap_remove("methodName") {
-        Some(Value::String(s)) => s,
+        Some(Value::String(s)) => s.into_string(),
         _ => return Err(RpcError::invalid_params("call without a methodName string")),
     };
     let params = match m.swap_remove("params") {

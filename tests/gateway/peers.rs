@@ -108,8 +108,8 @@ async fn jsonrpclib_server_over_http_1_0() {
     }
     // Named parameters go through to a JSON-RPC upstream.
     let mut named = Map::new();
-    named.insert("b".into(), 2.into());
-    named.insert("a".into(), 40.into());
+    named.insert("b", 2.into());
+    named.insert("a", 40.into());
     let c = client(ClientProto::Stomp, srv.addr).await;
     let r = c.call("js.add", Params::Named(named)).await.unwrap();
     assert_eq!(r, Ok(Value::Int(42)));

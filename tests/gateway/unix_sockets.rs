@@ -48,8 +48,8 @@ async fn stream_and_http_upstreams_on_socket_files_and_an_abstract_socket() {
     // Named parameters reach a JSON-RPC upstream by name.
     let c = client(ClientProto::Jsonrpc, srv.addr).await;
     let mut named = rpcmux::Map::new();
-    named.insert("a".into(), Value::Int(1));
-    named.insert("b".into(), Value::Int(2));
+    named.insert("a", Value::Int(1));
+    named.insert("b", Value::Int(2));
     let sum = c.call("a.add", Params::Named(named)).await.unwrap();
     assert_eq!(sum, Ok(Value::Int(3)));
     let _ = std::fs::remove_dir_all(&dir);

@@ -64,8 +64,8 @@ async fn python_verbs_on_every_protocol_with_types_and_faults() {
     };
     let mut typed = plain.clone();
     if let Value::Struct(m) = &mut typed {
-        m.insert("when".into(), Value::DateTime(when));
-        m.insert("bytes".into(), Value::Bytes(vec![0, 1, 2, 255]));
+        m.insert("when", Value::DateTime(when));
+        m.insert("bytes", Value::Bytes(vec![0, 1, 2, 255]));
     }
     for proto in ClientProto::ALL {
         let c = client(proto, srv.addr).await;
@@ -99,7 +99,7 @@ async fn python_verbs_on_every_protocol_with_types_and_faults() {
     // Named parameters cannot reach an XML-RPC upstream: refused, not mangled.
     let c = client(ClientProto::Jsonrpc, srv.addr).await;
     let mut named = rpcmux::Map::new();
-    named.insert("a".into(), 1.into());
+    named.insert("a", 1.into());
     let r = c.call("py.add", Params::Named(named)).await.unwrap();
     assert_eq!(r.unwrap_err().code, -32602);
 }
@@ -364,8 +364,8 @@ async fn rpcmux_upstreams_over_msgpack_json_tcp_and_json_http() {
     let j = client(ClientProto::Stomp, srv.addr).await;
     for prefix in ["t", "h"] {
         let mut named = rpcmux::Map::new();
-        named.insert("vmID".into(), format!("vm-{prefix}").into());
-        named.insert("name".into(), "web".into());
+        named.insert("vmID", format!("vm-{prefix}").into());
+        named.insert("name", "web".into());
         let r = j
             .call(&format!("{prefix}.VM.create"), Params::Named(named))
             .await

@@ -233,7 +233,7 @@ fn reply_over_max_reply_is_an_error_in_each_protocol() {
 
     // msgpack-rpc
     let mut m = Msgpack::connect(srv.addr).unwrap();
-    m.call(5, "echo", &[Value::String(big.clone())]).unwrap();
+    m.call(5, "echo", &[Value::from(big.clone())]).unwrap();
     let (id, err, _) = m.reply().expect("msgpack-rpc reply");
     assert_eq!(id, 5);
     assert_eq!(

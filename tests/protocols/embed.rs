@@ -76,7 +76,7 @@ async fn default_config_serves_only_the_embedders_verbs() {
         .param("value")
         .handler(|mut args, _ctx| async move {
             let mut m = Map::new();
-            m.insert("mine".into(), args.take_value(0));
+            m.insert("mine", args.take_value(0));
             Ok(Value::from(m))
         })
         .unwrap();

@@ -156,7 +156,7 @@ impl Grammar {
         let tag = loop {
             match self.next() {
                 Tok::Text(t) => text.push_str(&t),
-                Tok::Close(Tag::Value) => return Ok(Value::String(text)),
+                Tok::Close(Tag::Value) => return Ok(Value::from(text)),
                 Tok::Open(tag) if is_space(&text) => break tag,
                 t => return Err(format!("{t:?} in <value> after {text:?}")),
             }
@@ -228,7 +228,7 @@ fn fault(v: Value) -> R<RpcError> {
         _ => return Err("no int faultCode".into()),
     };
     let message = match m.get("faultString") {
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s.to_string(),
         Some(other) => format!("{other:?}"),
         None => String::new(),
     };

@@ -18,7 +18,7 @@ const LENIENT: GeneralPurpose = GeneralPurpose::new(
 pub fn decode(tag: Tag, text: &str) -> Result<Value, String> {
     let bad = || format!("bad <{tag:?}> text {text:?}");
     match tag {
-        Tag::String => Ok(Value::String(text.to_owned())),
+        Tag::String => Ok(Value::from(text.to_owned())),
         Tag::Int => text.trim().parse().map(Value::Int).map_err(|_| bad()),
         Tag::Boolean => match text.trim().to_ascii_lowercase().as_str() {
             "1" | "true" => Ok(Value::Bool(true)),

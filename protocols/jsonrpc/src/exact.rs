@@ -14,7 +14,7 @@
 //! literals and large float literals produce) and the text of `params` is then looked at
 //! again ([`first_inexact_integer`]), which costs nothing for every other request.
 
-use rpcmux_value::{Gather, Value};
+use rpcmux_value::{Gather, Str, Value};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -84,10 +84,10 @@ impl<'de> Visitor<'de> for CheckedVisitor {
         })
     }
     fn visit_str<E>(self, v: &str) -> Result<Checked, E> {
-        Ok(Checked::sure(Value::String(v.to_owned())))
+        Ok(Checked::sure(Value::String(Str::new(v))))
     }
     fn visit_string<E>(self, v: String) -> Result<Checked, E> {
-        Ok(Checked::sure(Value::String(v)))
+        Ok(Checked::sure(Value::String(Str::from(v))))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
         // Cap the pre-allocation: a hostile size hint must not reserve gigabytes.
@@ -107,7 +107,7 @@ impl<'de> Visitor<'de> for CheckedVisitor {
         // map of their number (`Gather`: no rehash per doubling, no growth once warm).
         let mut doubt = false;
         let mut members = Gather::new();
-        while let Some(k) = map.next_key::<String>()? {
+        while let Some(k) = map.next_key::<Str>()? {
             let c: Checked = map.next_value()?;
             doubt |= c.doubt;
             members.push(k, c.value);

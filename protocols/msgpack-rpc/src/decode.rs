@@ -17,7 +17,7 @@
 use crate::error::CodecError;
 use crate::timestamp::{read_timestamp, TIMESTAMP_EXT};
 use rmp::Marker;
-use rpcmux_value::{Map, Value};
+use rpcmux_value::{Map, Str, Value};
 
 /// Why a value could not be read.
 #[derive(Debug, Clone, PartialEq)]
@@ -225,7 +225,7 @@ impl<'a> Reader<'a> {
     fn str(&mut self, n: usize) -> Result<Value, ReadError> {
         let raw = self.take(n)?;
         Ok(match crate::short::utf8(raw) {
-            Some(s) => Value::String(s.to_owned()),
+            Some(s) => Value::String(Str::new(s)),
             None => Value::Bytes(raw.to_vec()),
         })
     }
@@ -239,20 +239,21 @@ impl<'a> Reader<'a> {
         let depth = depth.checked_sub(1).ok_or(ReadError::TooDeep)?;
         // Each entry takes at least two bytes.
         let cap = (n as usize).min((self.buf.len() - self.pos) / 2);
-        let mut out = Map::with_capacity(cap);
+        let mut pairs = Vec::with_capacity(cap);
         for _ in 0..n {
             let k = self.key()?;
             let v = self.value(depth)?;
-            // A repeated key keeps its first position and takes the last value.
-            out.insert(k, v);
+            pairs.push((k, v));
         }
-        Ok(Value::Struct(Box::new(out)))
+        // A repeated key keeps its first position and takes the last value; the vector
+        // becomes the map's storage when none repeats.
+        Ok(Value::Struct(Box::new(Map::from_pairs(pairs))))
     }
 
     /// A map key as a struct member name. Python dicts often have int keys; those and
     /// bools are written out in text. Keys that are nil, floats, containers or
     /// extensions have no sensible name and are refused.
-    fn key(&mut self) -> Result<String, ReadError> {
+    fn key(&mut self) -> Result<Str, ReadError> {
         let start = self.pos;
         let marker = Marker::from_u8(self.u8()?);
         match marker {
@@ -260,22 +261,22 @@ impl<'a> Reader<'a> {
                 // The common case, without building a Value first.
                 let raw = self.take(n as usize)?;
                 return crate::short::utf8(raw)
-                    .map(crate::short::short_string)
+                    .map(Str::new)
                     .ok_or_else(|| ReadError::Unsupported("map key is not UTF-8".into()));
             }
             // As a Value this would be a (rounded) double: print the exact integer.
-            Marker::U64 => return Ok(self.u64()?.to_string()),
+            Marker::U64 => return Ok(Str::from(self.u64()?.to_string())),
             _ => {}
         }
         self.pos = start;
         // Any key container is refused below, so depth 0 is enough to read scalars.
         match self.value(0) {
             Ok(Value::String(s)) => Ok(s),
-            Ok(Value::Bytes(b)) => {
-                String::from_utf8(b).map_err(|_| ReadError::Unsupported("map key is not UTF-8".into()))
-            }
-            Ok(Value::Int(i)) => Ok(i.to_string()),
-            Ok(Value::Bool(b)) => Ok(b.to_string()),
+            Ok(Value::Bytes(b)) => String::from_utf8(b)
+                .map(Str::from)
+                .map_err(|_| ReadError::Unsupported("map key is not UTF-8".into())),
+            Ok(Value::Int(i)) => Ok(Str::from(i.to_string())),
+            Ok(Value::Bool(b)) => Ok(Str::new(if b { "true" } else { "false" })),
             Ok(other) => Err(ReadError::Unsupported(format!(
                 "map key of type {} is not supported (keys must be strings, ints or bools)",
                 other.type_name()

@@ -27,7 +27,7 @@ use rpcmux_value::{RpcError, Value};
 pub fn error_to_value(e: &RpcError) -> Value {
     let mut items = Vec::with_capacity(3);
     items.push(Value::Int(e.code));
-    items.push(Value::String(e.message.clone()));
+    items.push(Value::from(e.message.as_str()));
     if let Some(data) = &e.data {
         // `Value::clone` through deref: works whether `data` is boxed or not.
         items.push(Value::clone(data));
@@ -58,7 +58,7 @@ pub(crate) fn put_error<B: BufMut>(out: &mut B, e: &RpcError) -> Result<(), Enco
 pub fn value_to_error(v: &Value) -> RpcError {
     fn text(v: &Value) -> Option<String> {
         match v {
-            Value::String(s) => Some(s.clone()),
+            Value::String(s) => Some(s.to_string()),
             Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
             _ => None,
         }

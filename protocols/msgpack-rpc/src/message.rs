@@ -312,7 +312,7 @@ fn method_and_params(r: &mut Reader<'_>, depth: usize) -> Result<(String, Vec<Va
 /// The method name: a str, or a bin holding UTF-8 (pynvim sends bin).
 pub(crate) fn method_name(r: &mut Reader<'_>) -> Result<String, RpcError> {
     match r.value(FRAMED) {
-        Ok(Value::String(s)) => Ok(s),
+        Ok(Value::String(s)) => Ok(s.into_string()),
         Ok(Value::Bytes(b)) => {
             String::from_utf8(b).map_err(|_| RpcError::invalid_request("method name is not UTF-8"))
         }

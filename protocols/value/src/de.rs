@@ -1,7 +1,7 @@
 //! Reading a [`Value`] into any `serde::Deserialize` type ([`from_value`]): how typed
 //! verbs take parameters that arrived as a tree (XML-RPC, `system.multicall`, the CLI).
 
-use crate::{Map, Value};
+use crate::{Map, Str, Value};
 use serde::de::value::{MapDeserializer, SeqDeserializer};
 use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
@@ -52,6 +52,42 @@ impl<'de> IntoDeserializer<'de, ValueError> for Value {
     }
 }
 
+/// A member name as a deserializer: read as a borrowed `&str` (a field name needs no
+/// copy), or handed over whole when it is a heap string.
+impl<'de> IntoDeserializer<'de, ValueError> for Str {
+    type Deserializer = NameDeserializer;
+    fn into_deserializer(self) -> NameDeserializer {
+        NameDeserializer(self)
+    }
+}
+
+/// See `IntoDeserializer for Str`.
+pub struct NameDeserializer(Str);
+
+impl<'de> de::Deserializer<'de> for NameDeserializer {
+    type Error = ValueError;
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, ValueError> {
+        self.0.visit(v)
+    }
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map
+        struct enum identifier ignored_any
+    }
+}
+
+impl Str {
+    /// Hand the text to a visitor: a long one as the `String` it already is, a short one
+    /// as `&str` (so a visitor that borrows or copies it allocates nothing).
+    fn visit<'de, V: Visitor<'de>, E: de::Error>(self, v: V) -> Result<V::Value, E> {
+        if self.is_heap() {
+            v.visit_string(self.into_string())
+        } else {
+            v.visit_str(&self)
+        }
+    }
+}
+
 fn visit_map<'de, V: Visitor<'de>>(m: Map, v: V) -> Result<V::Value, ValueError> {
     let mut access = MapDeserializer::new(m.into_iter());
     let out = v.visit_map(&mut access)?;
@@ -75,7 +111,7 @@ impl<'de> de::Deserializer<'de> for Value {
             Value::Bool(b) => v.visit_bool(b),
             Value::Int(i) => v.visit_i64(i),
             Value::Double(d) => v.visit_f64(d),
-            Value::String(s) => v.visit_string(s),
+            Value::String(s) => s.visit(v),
             Value::Bytes(b) => v.visit_byte_buf(b),
             Value::DateTime(d) => v.visit_string(d.to_iso8601()),
             Value::Array(a) => visit_seq(a, v),
@@ -107,7 +143,7 @@ impl<'de> de::Deserializer<'de> for Value {
         v: V,
     ) -> Result<V::Value, ValueError> {
         match self {
-            Value::String(s) => v.visit_enum(s.into_deserializer()),
+            Value::String(s) => v.visit_enum(s.into_string().into_deserializer()),
             Value::Struct(m) if m.len() == 1 => match m.into_iter().next() {
                 Some((variant, content)) => v.visit_enum(OneMember(variant, content)),
                 None => Err(de::Error::custom("an enum needs its variant")),
@@ -124,7 +160,7 @@ impl<'de> de::Deserializer<'de> for Value {
 }
 
 /// `{variant: content}`.
-struct OneMember(String, Value);
+struct OneMember(Str, Value);
 
 impl<'de> de::EnumAccess<'de> for OneMember {
     type Error = ValueError;
@@ -133,7 +169,7 @@ impl<'de> de::EnumAccess<'de> for OneMember {
         self,
         seed: S,
     ) -> Result<(S::Value, Value), ValueError> {
-        let variant = seed.deserialize(self.0.into_deserializer())?;
+        let variant = seed.deserialize(self.0.into_string().into_deserializer())?;
         Ok((variant, self.1))
     }
 }
@@ -167,7 +203,7 @@ impl<'de> de::VariantAccess<'de> for Value {
     }
 }
 
-fn unexpected(v: &Value) -> de::Unexpected<'_> {
+pub(crate) fn unexpected(v: &Value) -> de::Unexpected<'_> {
     match v {
         Value::Nil => de::Unexpected::Unit,
         Value::Bool(b) => de::Unexpected::Bool(*b),

@@ -3,7 +3,7 @@
 //! `TryFrom<Value>` is what verb handlers use to take typed parameters; its error
 //! names the expected and the actual type, and becomes invalid-params (-32602).
 
-use crate::{DateTime, Map, Value};
+use crate::{DateTime, Map, Str, Value};
 
 macro_rules! from_int {
     ($($t:ty),*) => {$(
@@ -26,11 +26,21 @@ impl From<f64> for Value {
 }
 impl From<&str> for Value {
     fn from(v: &str) -> Self {
-        Value::String(v.to_owned())
+        Value::String(Str::new(v))
     }
 }
 impl From<String> for Value {
     fn from(v: String) -> Self {
+        Value::String(Str::from(v))
+    }
+}
+impl From<&String> for Value {
+    fn from(v: &String) -> Self {
+        Value::String(Str::new(v))
+    }
+}
+impl From<Str> for Value {
+    fn from(v: Str) -> Self {
         Value::String(v)
     }
 }
@@ -122,6 +132,16 @@ impl TryFrom<Value> for bool {
 }
 
 impl TryFrom<Value> for String {
+    type Error = TypeMismatch;
+    fn try_from(v: Value) -> Result<Self, Self::Error> {
+        match v {
+            Value::String(s) => Ok(s.into_string()),
+            other => Err(mismatch("string", &other)),
+        }
+    }
+}
+
+impl TryFrom<Value> for Str {
     type Error = TypeMismatch;
     fn try_from(v: Value) -> Result<Self, Self::Error> {
         match v {

@@ -7,7 +7,7 @@
 //! from a small per-thread pool, so gathering costs no allocation once warm and the map
 //! is allocated once, at exactly its size.
 
-use crate::{Map, Value};
+use crate::{Map, Str, Value};
 use std::cell::RefCell;
 
 /// Buffers kept per thread (one per nesting level in use), and the largest one kept.
@@ -15,7 +15,7 @@ const POOL: usize = 8;
 const KEEP_CAPACITY: usize = 256;
 
 thread_local! {
-    static FREE: RefCell<Vec<Vec<(String, Value)>>> = const { RefCell::new(Vec::new()) };
+    static FREE: RefCell<Vec<Vec<(Str, Value)>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Members read one at a time, for [`Gather::into_map`]. Its buffer goes back to the
@@ -33,7 +33,7 @@ thread_local! {
 /// assert_eq!(m.get("a"), Some(&Value::from(3)));
 /// assert_eq!(m.get_index(0).map(|(k, _)| k.as_str()), Some("a"));
 /// ```
-pub struct Gather(Vec<(String, Value)>);
+pub struct Gather(Vec<(Str, Value)>);
 
 impl Gather {
     /// An empty gathering, on a pooled buffer when the thread has one.
@@ -44,18 +44,16 @@ impl Gather {
 
     /// One member, in the order read.
     #[inline]
-    pub fn push(&mut self, name: String, value: Value) {
+    pub fn push(&mut self, name: Str, value: Value) {
         self.0.push((name, value));
     }
 
-    /// The map, allocated once at the number of members read.
+    /// The map, allocated once at the number of members read (a repeated name keeps
+    /// its first place and its last value, as `Map::insert` does).
     pub fn into_map(mut self) -> Map {
-        let mut map = Map::with_capacity(self.0.len());
-        // `insert`, not a collect: a repeated name keeps its first place, its last value.
-        for (k, v) in self.0.drain(..) {
-            map.insert(k, v);
-        }
-        map
+        let mut pairs = Vec::with_capacity(self.0.len());
+        pairs.extend(self.0.drain(..));
+        Map::from_pairs(pairs)
     }
 }
 
@@ -102,7 +100,7 @@ mod tests {
         assert_eq!(Gather::new().0.as_ptr(), ptr);
         let mut big = Gather::new();
         for i in 0..=KEEP_CAPACITY {
-            big.push(i.to_string(), Value::Nil);
+            big.push(Str::from(i.to_string()), Value::Nil);
         }
         assert_eq!(big.into_map().len(), KEEP_CAPACITY + 1);
         assert!(FREE.with(|f| f.borrow().iter().all(|v| v.capacity() <= KEEP_CAPACITY)));

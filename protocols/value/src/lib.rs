@@ -11,10 +11,12 @@ mod de;
 mod error;
 mod from;
 mod gather;
+mod map;
 #[cfg(feature = "schemars")]
 mod schema;
 mod ser;
 mod serde_impl;
+mod str;
 mod value;
 
 pub use datetime::DateTime;
@@ -22,5 +24,11 @@ pub use de::{from_value, ValueError};
 pub use error::RpcError;
 pub use from::TypeMismatch;
 pub use gather::Gather;
+pub use map::Map;
 pub use ser::to_value;
-pub use value::{Map, Params, Value};
+/// Iterators over a [`Map`]'s members.
+pub mod map_iter {
+    pub use crate::map::{Iter, IterMut};
+}
+pub use str::Str;
+pub use value::{Params, Value};

@@ -3,7 +3,7 @@
 //! JSON and msgpack write typed results straight from the type instead.
 
 use crate::de::ValueError;
-use crate::{Map, Value};
+use crate::{Map, Str, Value};
 use serde::ser::{self, Serialize};
 
 /// Serialize `t` into a value tree. Integers above `i64::MAX` become the double that
@@ -97,10 +97,10 @@ impl ser::Serializer for ValueSerializer {
         Ok(Value::Double(v))
     }
     fn serialize_char(self, v: char) -> R {
-        Ok(Value::String(v.to_string()))
+        Ok(Value::String(Str::from(v)))
     }
     fn serialize_str(self, v: &str) -> R {
-        Ok(Value::String(v.to_owned()))
+        Ok(Value::String(Str::new(v)))
     }
     fn serialize_bytes(self, v: &[u8]) -> R {
         Ok(Value::Bytes(v.to_vec()))
@@ -118,7 +118,7 @@ impl ser::Serializer for ValueSerializer {
         Ok(Value::Nil)
     }
     fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> R {
-        Ok(Value::String(variant.to_owned()))
+        Ok(Value::String(Str::new(variant)))
     }
     fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> R {
         v.serialize(self)
@@ -212,7 +212,7 @@ impl ser::SerializeTupleStruct for Seq {
 }
 
 /// A struct being built, and the key whose value comes next.
-struct MapSer(Map, Option<String>);
+struct MapSer(Map, Option<Str>);
 
 impl ser::SerializeMap for MapSer {
     type Ok = Value;
@@ -220,8 +220,8 @@ impl ser::SerializeMap for MapSer {
     fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Result<(), ValueError> {
         self.1 = Some(match k.serialize(ValueSerializer)? {
             Value::String(s) => s,
-            Value::Int(i) => i.to_string(),
-            Value::Bool(b) => b.to_string(),
+            Value::Int(i) => Str::from(i.to_string()),
+            Value::Bool(b) => Str::new(if b { "true" } else { "false" }),
             other => {
                 return Err(ValueError(format!(
                     "a struct key must be a string, not {}",
@@ -249,7 +249,7 @@ impl ser::SerializeStruct for MapSer {
         k: &'static str,
         v: &T,
     ) -> Result<(), ValueError> {
-        self.0.insert(k.to_owned(), v.serialize(ValueSerializer)?);
+        self.0.insert(k, v.serialize(ValueSerializer)?);
         Ok(())
     }
     fn end(self) -> R {

@@ -3,7 +3,7 @@
 //! Human-readable formats get bytes as a base64 string and dateTime as an ISO 8601
 //! string (what JSON clients expect); binary formats get raw bytes.
 
-use crate::{DateTime, Gather, Value};
+use crate::{DateTime, Gather, Str, Value};
 use base64::Engine as _;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -87,10 +87,10 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Double(v))
     }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.to_owned()))
+        Ok(Value::String(Str::new(v)))
     }
     fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v))
+        Ok(Value::String(Str::from(v)))
     }
     fn visit_bytes<E>(self, v: &[u8]) -> Result<Value, E> {
         Ok(Value::Bytes(v.to_vec()))
@@ -110,7 +110,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         // Most formats (JSON above all) give no size hint: gathered, then made into a
         // map of their number, as rpcmux's own readers do (`Gather`).
         let mut members = Gather::new();
-        while let Some(k) = map.next_key::<String>()? {
+        while let Some(k) = map.next_key::<Str>()? {
             let v = map.next_value()?;
             members.push(k, v);
         }

@@ -492,7 +492,7 @@ mod tests {
             }),
             4 | 5 => Value::String(match rng.u8(..4) {
                 0 => ["id", "mem", "tags", "Up", "Down"][rng.usize(..5)].into(),
-                _ => text(rng),
+                _ => text(rng).into(),
             }),
             6 => Value::Bytes((0..rng.usize(..5)).map(|_| rng.u8(..)).collect()),
             7 => Value::DateTime(DateTime::parse("20261204T15:22:47").unwrap()),

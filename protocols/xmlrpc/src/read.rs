@@ -96,7 +96,7 @@ fn fault_from_value(v: Value) -> Result<RpcError, RpcError> {
         _ => return Err(RpcError::invalid_request("fault has no int faultCode")),
     };
     let message = match m.swap_remove("faultString") {
-        Some(Value::String(s)) => s,
+        Some(Value::String(s)) => s.into_string(),
         Some(other) => format!("{other:?}"),
         None => String::new(),
     };

@@ -15,7 +15,7 @@
 use crate::cursor::{is_xml_space, Cursor, Tok};
 use crate::scalar;
 use crate::tag::Tag;
-use rpcmux_value::{Gather, RpcError, Value};
+use rpcmux_value::{Gather, RpcError, Str, Value};
 use std::borrow::Cow;
 
 /// A container still being filled.
@@ -23,7 +23,7 @@ pub(crate) enum Frame {
     Array(Vec<Value>),
     /// The members so far (made into a map of their number when the struct closes) and
     /// the name of the member whose value is being read.
-    Struct(Gather, String),
+    Struct(Gather, Str),
 }
 
 /// What the inside of one `<value>` turned out to be.
@@ -101,8 +101,8 @@ pub(crate) fn read_value(cur: &mut Cursor<'_>) -> Result<Value, RpcError> {
 }
 
 /// After `<member>`: `<name>text</name><value>`, the name into `name`.
-pub(crate) fn read_member_name(cur: &mut Cursor<'_>, name: &mut String) -> Result<(), RpcError> {
-    *name = member_name(cur)?.into_owned();
+pub(crate) fn read_member_name(cur: &mut Cursor<'_>, name: &mut Str) -> Result<(), RpcError> {
+    *name = Str::from(member_name(cur)?);
     Ok(())
 }
 
@@ -130,7 +130,7 @@ pub(crate) fn read_body(cur: &mut Cursor<'_>) -> Result<Body, RpcError> {
             // `<value>abc</value>`, `<value></value>` and `<value/>` are all strings.
             Tok::Close(Tag::Value) => {
                 return Ok(Body::Done(Value::String(
-                    text.map(Cow::into_owned).unwrap_or_default(),
+                    text.map(Str::from).unwrap_or_default(),
                 )))
             }
             Tok::Open(tag) => {
@@ -156,7 +156,7 @@ fn open_typed(cur: &mut Cursor<'_>, tag: Tag) -> Result<Body, RpcError> {
             }
             tok => Err(cur.unexpected(&tok, "<data>")),
         },
-        Tag::Struct => Ok(Body::Open(Frame::Struct(Gather::new(), String::new()))),
+        Tag::Struct => Ok(Body::Open(Frame::Struct(Gather::new(), Str::default()))),
         t if t.is_scalar() => {
             let text = cur.read_text(t)?;
             let v = scalar::decode(t, text)?;

@@ -11,7 +11,7 @@ use crate::tag::Tag;
 use base64::alphabet;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
-use rpcmux_value::{DateTime, RpcError, Value};
+use rpcmux_value::{DateTime, RpcError, Str, Value};
 use std::borrow::Cow;
 
 /// Standard alphabet; padding optional; stray low bits tolerated (some encoders leave them).
@@ -29,7 +29,7 @@ pub(crate) fn decode(tag: Tag, text: Cow<'_, str>) -> Result<Value, RpcError> {
         RpcError::invalid_request(format_args!("bad <{what}> value {shown:?}"))
     };
     match tag {
-        Tag::String => Ok(Value::String(text.into_owned())),
+        Tag::String => Ok(Value::String(Str::from(text))),
         Tag::Int => text
             .trim()
             .parse::<i64>()

@@ -100,7 +100,7 @@ impl Payload {
         };
         Ok(Payload {
             name,
-            method,
+            method: method.into_string(),
             params,
             expect,
         })
