@@ -85,7 +85,7 @@ pub use config::{
 pub use conn::PeerCred;
 pub use events::EventHub;
 pub use front::tls::TlsReloader;
-pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Value};
+pub use rpcmux_value::{vstruct, DateTime, Map, Params, RpcError, Str, Value};
 pub use server::{PassedListener, Server};
 pub use verbs::{
     Args, CallContext, ParamSpec, RegisterError, Verb, VerbBuilder, VerbTable, WhenBusy,

@@ -63,6 +63,23 @@ impl Index {
         ix
     }
 
+    /// The index of `entries` if no name repeats in them; `None` at the first repeat.
+    fn build_unique(entries: &[(Str, Value)]) -> Option<Box<Index>> {
+        let mut ix = Box::new(Index {
+            table: hashbrown::HashTable::with_capacity(entries.len()),
+            state: foldhash::fast::RandomState::default(),
+        });
+        for (i, (k, _)) in entries.iter().enumerate() {
+            let h = ix.state.hash_one(k.as_str());
+            if ix.table.find(h, |&j| entries[j].0 == *k).is_some() {
+                return None;
+            }
+            ix.table
+                .insert_unique(h, i, |&j| ix.state.hash_one(entries[j].0.as_str()));
+        }
+        Some(ix)
+    }
+
     fn find(&self, entries: &[(Str, Value)], key: &str) -> Option<usize> {
         let h = self.state.hash_one(key);
         self.table
@@ -234,17 +251,40 @@ impl Map {
     /// Build from pairs read in order, a repeated name keeping its first place and its
     /// last value. The vector becomes the map's storage when no name repeats.
     pub fn from_pairs(pairs: Vec<(Str, Value)>) -> Map {
-        if pairs.len() < INDEX_AT && !has_repeat_small(&pairs) {
+        // The common case, names all different: the decoder's vector becomes the map
+        // as it is (no second vector), with an index when it is long enough.
+        if pairs.len() < INDEX_AT {
+            if !has_repeat_small(&pairs) {
+                return Map {
+                    entries: pairs,
+                    index: None,
+                };
+            }
+        } else if let Some(index) = Index::build_unique(&pairs) {
             return Map {
                 entries: pairs,
-                index: None,
+                index: Some(index),
             };
         }
-        let mut m = Map::with_capacity(pairs.len());
+        // A name repeats: one pass through a hash table, a repeat keeping its first
+        // place and taking the last value, as `insert` does.
+        let state = foldhash::fast::RandomState::default();
+        let mut table = hashbrown::HashTable::with_capacity(pairs.len());
+        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(pairs.len());
         for (k, v) in pairs {
-            m.insert(k, v);
+            let h = state.hash_one(k.as_str());
+            match table.find(h, |&i: &usize| entries[i].0 == k) {
+                Some(&i) => entries[i].1 = v,
+                None => {
+                    table.insert_unique(h, entries.len(), |&j| {
+                        state.hash_one(entries[j].0.as_str())
+                    });
+                    entries.push((k, v));
+                }
+            }
         }
-        m
+        let index = (entries.len() >= INDEX_AT).then(|| Box::new(Index { table, state }));
+        Map { entries, index }
     }
 }
 
@@ -404,6 +444,18 @@ mod tests {
             }
             assert_eq!(from_pairs.index.is_some(), n >= INDEX_AT);
         }
+    }
+
+    #[test]
+    fn many_repeats_of_few_names_make_few_members_and_no_index() {
+        let pairs: Vec<(Str, Value)> = (0..4 * INDEX_AT)
+            .map(|i| (Str::from(["a", "b"][i % 2]), Value::Int(i as i64)))
+            .collect();
+        let m = Map::from_pairs(pairs);
+        assert_eq!(m.len(), 2);
+        assert!(m.index.is_none());
+        assert_eq!(m.get("a"), Some(&Value::Int(4 * INDEX_AT as i64 - 2)));
+        assert_eq!(m.get("b"), Some(&Value::Int(4 * INDEX_AT as i64 - 1)));
     }
 
     #[test]

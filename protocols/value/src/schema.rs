@@ -17,3 +17,16 @@ impl JsonSchema for Value {
         json_schema!({})
     }
 }
+
+impl JsonSchema for crate::Str {
+    fn schema_name() -> Cow<'static, str> {
+        String::schema_name()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    /// A string, as `String`'s: the two are one type on the wire.
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        String::json_schema(g)
+    }
+}
