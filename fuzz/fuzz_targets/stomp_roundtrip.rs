@@ -14,7 +14,7 @@ fn expected(f: &Frame) -> Frame {
     for (n, v) in &f.headers {
         if n == "content-length" {
             if !length {
-                headers.push((n.clone(), f.body.len().to_string()));
+                headers.push((n.clone(), f.body.len().to_string().into()));
                 length = true;
             }
         } else {
@@ -22,7 +22,7 @@ fn expected(f: &Frame) -> Frame {
         }
     }
     if !length && !f.body.is_empty() {
-        headers.push(("content-length".to_owned(), f.body.len().to_string()));
+        headers.push(("content-length".into(), f.body.len().to_string().into()));
     }
     Frame {
         command: f.command,

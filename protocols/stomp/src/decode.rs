@@ -18,6 +18,7 @@ use bytes::{Buf, BytesMut};
 use crate::error::{snippet, StompError};
 use crate::escape::{class, classify, unescape};
 use crate::{Command, Frame, Item, Limits};
+use rpcmux_value::Str;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -53,7 +54,7 @@ pub(crate) struct FrameDecoder {
     /// lines with their EOLs), counted against `max_frame`.
     frame_len: usize,
     command: Command,
-    headers: Vec<(String, String)>,
+    headers: Vec<(Str, Str)>,
     /// The first `content-length` header, once seen (later ones are ignored).
     content_length: Option<usize>,
     /// Set by the first error: STOMP cannot resynchronise, so all later calls fail.

@@ -7,14 +7,18 @@
 use bytes::{BufMut, BytesMut};
 
 use crate::error::{snippet, StompError};
+use rpcmux_value::Str;
 
 /// Turn raw header bytes (one name or one value, as on the wire) into text, decoding
 /// escapes when `escaped` is set. Header text must be UTF-8 (spec: "commands and
 /// headers are encoded in UTF-8").
-pub(crate) fn unescape(raw: &[u8], escaped: bool) -> Result<String, StompError> {
+pub(crate) fn unescape(raw: &[u8], escaped: bool) -> Result<Str, StompError> {
     if !escaped || memchr::memchr(b'\\', raw).is_none() {
-        // Fast path: nearly every real header has no backslash.
-        return to_string(raw.to_vec());
+        // Fast path: nearly every real header has no backslash, and is short enough to
+        // be kept inline (no allocation).
+        return std::str::from_utf8(raw)
+            .map(Str::new)
+            .map_err(|_| not_utf8(raw));
     }
     let mut out = Vec::with_capacity(raw.len());
     let mut bytes = raw.iter().copied();
@@ -34,12 +38,13 @@ pub(crate) fn unescape(raw: &[u8], escaped: bool) -> Result<String, StompError> 
     }
     // Escapes only produce ASCII and consume ASCII, so validating after decoding
     // accepts exactly the inputs that were UTF-8 before.
-    to_string(out)
+    String::from_utf8(out)
+        .map(Str::from)
+        .map_err(|e| not_utf8(e.as_bytes()))
 }
 
-fn to_string(bytes: Vec<u8>) -> Result<String, StompError> {
-    String::from_utf8(bytes)
-        .map_err(|e| StompError::BadHeader(format!("not UTF-8: {}", snippet(e.as_bytes()))))
+fn not_utf8(bytes: &[u8]) -> StompError {
+    StompError::BadHeader(format!("not UTF-8: {}", snippet(bytes)))
 }
 
 /// Byte classes, so that one pass over a header finds everything the codec cares about.

@@ -3,6 +3,7 @@
 use bytes::Bytes;
 
 use crate::Command;
+use rpcmux_value::Str;
 
 /// One STOMP frame.
 ///
@@ -14,7 +15,7 @@ pub struct Frame {
     /// What the frame does.
     pub command: Command,
     /// `(name, value)` pairs, unescaped, in wire order.
-    pub headers: Vec<(String, String)>,
+    pub headers: Vec<(Str, Str)>,
     /// The payload (a JSON-RPC message for rpcmux), shared, not copied.
     pub body: Bytes,
 }
@@ -31,7 +32,7 @@ impl Frame {
 
     /// Builder: append a header (after any already present).
     #[must_use]
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Frame {
+    pub fn header(mut self, name: impl Into<Str>, value: impl Into<Str>) -> Frame {
         self.push_header(name, value);
         self
     }
@@ -44,7 +45,7 @@ impl Frame {
     }
 
     /// Append a header in place.
-    pub fn push_header(&mut self, name: impl Into<String>, value: impl Into<String>) {
+    pub fn push_header(&mut self, name: impl Into<Str>, value: impl Into<Str>) {
         self.headers.push((name.into(), value.into()));
     }
 

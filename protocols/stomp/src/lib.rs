@@ -51,3 +51,5 @@ pub use frame::{Frame, Item};
 pub use heartbeat::{heartbeat_negotiate, parse_heartbeat};
 pub use limits::Limits;
 pub use probe::{probe_client_frame, Probe};
+/// Header names and values: the data model's small string (derefs to `str`).
+pub use rpcmux_value::Str;
