@@ -40,7 +40,7 @@ pub(crate) fn read_message(body: &[u8]) -> Result<Incoming, ClientError> {
 fn notification(body: &[u8]) -> Option<Event> {
     match rpcmux_jsonrpc::parse(body) {
         Ok(rpcmux_jsonrpc::Incoming::Single(Ok(r))) => Some(Event::from_notification(
-            r.method,
+            r.method.into_string(),
             Event::params_value(r.params),
         )),
         _ => None,

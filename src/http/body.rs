@@ -97,11 +97,13 @@ pub(crate) async fn collect(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        if buf.is_empty() && whole.is_none() && declared == Some(data.len() as u64) {
-            if data.len() <= first {
-                whole = Some(data);
-                continue;
-            }
+        if buf.is_empty()
+            && whole.is_none()
+            && declared == Some(data.len() as u64)
+            && data.len() <= first
+        {
+            whole = Some(data);
+            continue;
         }
         if let Some(w) = whole.take() {
             // Not the whole body after all (more came than declared): copied like the rest.

@@ -9,7 +9,6 @@
 //! longer than `send_timeout`.
 
 use crate::http::reply::ReplyBody;
-use bytes::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
 use std::convert::Infallible;
 use std::pin::Pin;
@@ -74,13 +73,13 @@ pub(crate) struct Watched {
 }
 
 impl Body for Watched {
-    type Data = Bytes;
+    type Data = crate::http::reply::Chunk;
     type Error = Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<crate::http::reply::Chunk>, Infallible>>> {
         let this = self.get_mut();
         this.last.store(this.watch.now(), Ordering::Relaxed);
         Pin::new(&mut this.body).poll_frame(cx)
@@ -104,8 +103,8 @@ mod tests {
     async fn an_unread_reply_waits_a_read_one_does_not() {
         let watch = Watch::new();
         assert_eq!(watch.longest_wait(), None);
-        let unread = watch.watch(ReplyBody::from(Full::new(Bytes::from_static(b"x"))));
-        let read = watch.watch(ReplyBody::from(Full::new(Bytes::from_static(b"y"))));
+        let unread = watch.watch(ReplyBody::from(Full::new(bytes::Bytes::from_static(b"x"))));
+        let read = watch.watch(ReplyBody::from(Full::new(bytes::Bytes::from_static(b"y"))));
         tokio::time::sleep(Duration::from_millis(50)).await;
         let got = read.collect().await.unwrap().to_bytes();
         assert_eq!(&got[..], b"y");

@@ -9,7 +9,7 @@
 //! [`Full`] bodies, charged nothing.
 
 use crate::conn::budget::{Budget, Charge};
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http_body_util::Full;
 use hyper::body::{Body, Frame, SizeHint};
 use hyper::header::{HeaderValue, CONTENT_TYPE};
@@ -25,7 +25,41 @@ const SLICE: usize = 64 * 1024;
 /// A reply body: a small one whole, a big one in charged slices.
 pub(crate) enum ReplyBody {
     Whole(Full<Bytes>),
-    Charged { rest: Bytes, charge: Charge },
+    /// A small RPC reply as its writer left it: a `Vec` handed to hyper as it is
+    /// (`Bytes::from` a `Vec` with spare capacity allocates a header for it: an
+    /// allocation per reply). `None` once handed over.
+    Owned(Option<Vec<u8>>),
+    Charged {
+        rest: Bytes,
+        charge: Charge,
+    },
+}
+
+/// What hyper writes a reply from: shared bytes, or a reply's own buffer.
+pub(crate) enum Chunk {
+    Shared(Bytes),
+    Owned(std::io::Cursor<Vec<u8>>),
+}
+
+impl Buf for Chunk {
+    fn remaining(&self) -> usize {
+        match self {
+            Chunk::Shared(b) => b.remaining(),
+            Chunk::Owned(c) => c.remaining(),
+        }
+    }
+    fn chunk(&self) -> &[u8] {
+        match self {
+            Chunk::Shared(b) => b.chunk(),
+            Chunk::Owned(c) => c.chunk(),
+        }
+    }
+    fn advance(&mut self, n: usize) {
+        match self {
+            Chunk::Shared(b) => b.advance(n),
+            Chunk::Owned(c) => c.advance(n),
+        }
+    }
 }
 
 impl ReplyBody {
@@ -35,7 +69,7 @@ impl ReplyBody {
     pub(crate) fn charged(mut bytes: Vec<u8>, budget: &Arc<Budget>) -> ReplyBody {
         if bytes.len() <= crate::conn::budget::SMALL {
             bytes.shrink_to(bytes.len() + 1024);
-            return ReplyBody::Whole(Full::new(bytes.into()));
+            return ReplyBody::Owned(Some(bytes));
         }
         let bytes = Bytes::from(crate::conn::out::cut_to_length(bytes));
         let charge = budget.charge(bytes.len());
@@ -53,15 +87,23 @@ impl From<Full<Bytes>> for ReplyBody {
 }
 
 impl Body for ReplyBody {
-    type Data = Bytes;
+    type Data = Chunk;
     type Error = Infallible;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+    ) -> Poll<Option<Result<Frame<Chunk>, Infallible>>> {
         match self.get_mut() {
-            ReplyBody::Whole(full) => Pin::new(full).poll_frame(cx),
+            ReplyBody::Whole(full) => Pin::new(full)
+                .poll_frame(cx)
+                .map(|f| f.map(|f| f.map(|f| f.map_data(Chunk::Shared)))),
+            ReplyBody::Owned(owned) => Poll::Ready(
+                owned
+                    .take()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| Ok(Frame::data(Chunk::Owned(std::io::Cursor::new(v))))),
+            ),
             ReplyBody::Charged { rest, charge } => {
                 if rest.is_empty() {
                     return Poll::Ready(None);
@@ -74,7 +116,7 @@ impl Body for ReplyBody {
                     bytes: slice,
                     _charge: share,
                 });
-                Poll::Ready(Some(Ok(Frame::data(slice))))
+                Poll::Ready(Some(Ok(Frame::data(Chunk::Shared(slice)))))
             }
         }
     }
@@ -82,6 +124,7 @@ impl Body for ReplyBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ReplyBody::Whole(full) => full.is_end_stream(),
+            ReplyBody::Owned(owned) => owned.as_ref().is_none_or(Vec::is_empty),
             ReplyBody::Charged { rest, .. } => rest.is_empty(),
         }
     }
@@ -89,6 +132,9 @@ impl Body for ReplyBody {
     fn size_hint(&self) -> SizeHint {
         match self {
             ReplyBody::Whole(full) => full.size_hint(),
+            ReplyBody::Owned(owned) => {
+                SizeHint::with_exact(owned.as_ref().map_or(0, Vec::len) as u64)
+            }
             ReplyBody::Charged { rest, .. } => SizeHint::with_exact(rest.len() as u64),
         }
     }
@@ -141,14 +187,21 @@ mod tests {
         let mut body = ReplyBody::charged(data.to_vec(), &budget);
         assert_eq!(body.size_hint().exact(), Some(300_000));
         assert_eq!(budget.used(), 300_000);
-        let first = body.frame().await.unwrap().unwrap().into_data().unwrap();
-        assert_eq!(first.len(), SLICE);
+        let first = body
+            .frame()
+            .await
+            .unwrap()
+            .unwrap()
+            .into_data()
+            .ok()
+            .unwrap();
+        assert_eq!(first.remaining(), SLICE);
         assert_eq!(
             budget.used(),
             300_000,
             "a slice hyper holds is still charged"
         );
-        let mut all = first.to_vec();
+        let mut all = first.chunk().to_vec();
         drop(first);
         assert_eq!(
             budget.used(),
@@ -156,13 +209,24 @@ mod tests {
             "a slice written and dropped is not"
         );
         while let Some(f) = body.frame().await {
-            all.extend_from_slice(&f.unwrap().into_data().unwrap());
+            all.extend_from_slice(f.unwrap().into_data().ok().unwrap().chunk());
         }
         assert_eq!(all, data);
         assert_eq!(budget.used(), 0);
-        let small = ReplyBody::charged(b"ok".to_vec(), &budget);
+        let mut small = ReplyBody::charged(b"ok".to_vec(), &budget);
         assert_eq!(budget.used(), 0, "small bodies are not charged");
-        drop(small);
+        assert_eq!(small.size_hint().exact(), Some(2));
+        let only = small
+            .frame()
+            .await
+            .unwrap()
+            .unwrap()
+            .into_data()
+            .ok()
+            .unwrap();
+        assert_eq!(only.chunk(), b"ok");
+        assert!(small.is_end_stream() && small.frame().await.is_none());
+        assert!(ReplyBody::charged(Vec::new(), &budget).is_end_stream());
         let dropped = ReplyBody::charged(data.to_vec(), &budget);
         drop(dropped);
         assert_eq!(

@@ -5,7 +5,7 @@
 use crate::exact::{first_inexact_integer, Checked};
 use crate::id::{present_raw, Id};
 use crate::wire::{ParamsIn, Wire, WireSeed};
-use rpcmux_value::{Params, RpcError, Value};
+use rpcmux_value::{Params, RpcError, Str, Value};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::cell::Cell;
@@ -30,7 +30,7 @@ pub struct Request {
     /// The id to answer under; `None` for a notification.
     pub id: Option<Id>,
     /// The method name.
-    pub method: String,
+    pub method: Str,
     /// By position (an array) or by name (an object); absent params are empty.
     pub params: Params,
     /// The params as text instead (then `params` is empty), for a method the caller of

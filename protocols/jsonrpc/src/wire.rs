@@ -7,6 +7,7 @@
 //! only if the method turns out to want a tree.
 
 use crate::exact::Checked;
+use rpcmux_value::Str;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;
@@ -20,7 +21,7 @@ pub(crate) enum ParamsIn<'a> {
 /// The members of a request object, as the derived reader would give them.
 pub(crate) struct Wire<'a> {
     pub jsonrpc: Option<Text<'a>>,
-    pub method: Option<String>,
+    pub method: Option<Str>,
     pub params: Option<ParamsIn<'a>>,
     pub id: Option<&'a RawValue>,
 }

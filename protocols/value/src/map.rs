@@ -18,9 +18,11 @@ use crate::{Str, Value};
 use std::fmt;
 use std::hash::BuildHasher;
 
-/// From this many members on, a map keeps a hash index of its names. Measured on the
-/// decode benchmarks (`protocols/*/benches`): below it the scan is cheaper than hashing
-/// each name; a crossover between 16 and 32 members.
+/// From this many members on, a map keeps a hash index of its names. Measured with
+/// `benches/map.rs` (docs/benchmarks.md, "Map index threshold"): building a map from
+/// decoded pairs, the index pays for itself from 16-20 members (the scan for repeated
+/// names is quadratic); building it and reading every member back, from 20-24. 24 is
+/// where both agree the index costs no more than the scan.
 pub(crate) const INDEX_AT: usize = 24;
 
 /// A struct's members, in the order they arrived (so echo round trips keep order).
