@@ -171,6 +171,22 @@ impl TryFrom<Value> for Map {
     }
 }
 
+impl<K: Into<Str>, V: Into<Value>> FromIterator<(K, V)> for Map {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut m = Map::new();
+        m.extend(iter);
+        m
+    }
+}
+
+impl<K: Into<Str>, V: Into<Value>> Extend<(K, V)> for Map {
+    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v.into());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

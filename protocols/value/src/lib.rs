@@ -24,11 +24,10 @@ pub use de::{from_value, ValueError};
 pub use error::RpcError;
 pub use from::TypeMismatch;
 pub use gather::Gather;
-pub use map::Map;
 pub use ser::to_value;
 /// Iterators over a [`Map`]'s members.
 pub mod map_iter {
-    pub use crate::map::{Iter, IterMut};
+    pub use crate::map::{Iter, IterMut, Members};
 }
 pub use str::Str;
-pub use value::{Params, Value};
+pub use value::{Map, Params, Value};

@@ -1,4 +1,4 @@
-//! [`Map`], a struct's members: a vector of `(name, value)` pairs in the order they
+//! [`Map`](crate::Map), a struct's members: a vector of `(name, value)` pairs in the order they
 //! came, looked up by a linear scan, with a hash index only past [`INDEX_AT`] members.
 //!
 //! Why not a hash map: an RPC struct has a handful to a few dozen members, read once in
@@ -14,7 +14,7 @@
 //! - a repeated name keeps its first place and takes its last value (`insert`);
 //! - two maps are equal when they hold the same names with equal values, in any order.
 
-use crate::{Str, Value};
+use crate::Str;
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -36,9 +36,9 @@ pub(crate) const INDEX_AT: usize = 24;
 /// let v = Value::from(m);
 /// assert_eq!(v.get("memSize"), Some(&Value::Int(1024)));
 /// ```
-#[derive(Clone, Default)]
-pub struct Map {
-    entries: Vec<(Str, Value)>,
+#[derive(Clone)]
+pub struct Members<V> {
+    entries: Vec<(Str, V)>,
     /// Positions in `entries`, by name; built when the map reaches [`INDEX_AT`].
     index: Option<Box<Index>>,
 }
@@ -51,8 +51,17 @@ struct Index {
     state: foldhash::fast::RandomState,
 }
 
+impl<V> Default for Members<V> {
+    fn default() -> Self {
+        Members {
+            entries: Vec::new(),
+            index: None,
+        }
+    }
+}
+
 impl Index {
-    fn build(entries: &[(Str, Value)]) -> Box<Index> {
+    fn build<V>(entries: &[(Str, V)]) -> Box<Index> {
         let mut ix = Box::new(Index {
             table: hashbrown::HashTable::with_capacity(entries.len()),
             state: foldhash::fast::RandomState::default(),
@@ -66,7 +75,7 @@ impl Index {
     }
 
     /// The index of `entries` if no name repeats in them; `None` at the first repeat.
-    fn build_unique(entries: &[(Str, Value)]) -> Option<Box<Index>> {
+    fn build_unique<V>(entries: &[(Str, V)]) -> Option<Box<Index>> {
         let mut ix = Box::new(Index {
             table: hashbrown::HashTable::with_capacity(entries.len()),
             state: foldhash::fast::RandomState::default(),
@@ -82,7 +91,7 @@ impl Index {
         Some(ix)
     }
 
-    fn find(&self, entries: &[(Str, Value)], key: &str) -> Option<usize> {
+    fn find<V>(&self, entries: &[(Str, V)], key: &str) -> Option<usize> {
         let h = self.state.hash_one(key);
         self.table
             .find(h, |&i| entries[i].0.as_str() == key)
@@ -90,15 +99,15 @@ impl Index {
     }
 }
 
-impl Map {
+impl<V> Members<V> {
     /// An empty map.
     pub fn new() -> Self {
-        Map::default()
+        Self::default()
     }
 
     /// An empty map with room for `n` members.
     pub fn with_capacity(n: usize) -> Self {
-        Map {
+        Members {
             entries: Vec::with_capacity(n),
             index: None,
         }
@@ -127,17 +136,17 @@ impl Map {
 
     /// Member `key`'s value.
     #[inline]
-    pub fn get(&self, key: &str) -> Option<&Value> {
+    pub fn get(&self, key: &str) -> Option<&V> {
         self.get_index_of(key).map(|i| &self.entries[i].1)
     }
 
     /// Member `key`'s value, to change it.
-    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
         self.get_index_of(key).map(|i| &mut self.entries[i].1)
     }
 
     /// Member `key`'s name and value.
-    pub fn get_key_value(&self, key: &str) -> Option<(&Str, &Value)> {
+    pub fn get_key_value(&self, key: &str) -> Option<(&Str, &V)> {
         self.get_index_of(key).map(|i| {
             let (k, v) = &self.entries[i];
             (k, v)
@@ -150,18 +159,18 @@ impl Map {
     }
 
     /// The member at position `i`.
-    pub fn get_index(&self, i: usize) -> Option<(&Str, &Value)> {
+    pub fn get_index(&self, i: usize) -> Option<(&Str, &V)> {
         self.entries.get(i).map(|(k, v)| (k, v))
     }
 
     /// The first member.
-    pub fn first(&self) -> Option<(&Str, &Value)> {
+    pub fn first(&self) -> Option<(&Str, &V)> {
         self.get_index(0)
     }
 
     /// Set member `key` to `value`. A new name goes last; a name already there keeps
     /// its place and the old value is returned.
-    pub fn insert(&mut self, key: impl Into<Str>, value: Value) -> Option<Value> {
+    pub fn insert(&mut self, key: impl Into<Str>, value: V) -> Option<V> {
         let key = key.into();
         match self.get_index_of(&key) {
             Some(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
@@ -173,7 +182,7 @@ impl Map {
     }
 
     /// Append a member known not to be there yet (checked by the caller).
-    fn push_new(&mut self, key: Str, value: Value) {
+    fn push_new(&mut self, key: Str, value: V) {
         let i = self.entries.len();
         if let Some(ix) = &mut self.index {
             let h = ix.state.hash_one(key.as_str());
@@ -189,7 +198,7 @@ impl Map {
     }
 
     /// Take member `key` out, keeping the others in order (O(n)).
-    pub fn remove(&mut self, key: &str) -> Option<Value> {
+    pub fn remove(&mut self, key: &str) -> Option<V> {
         let i = self.get_index_of(key)?;
         let (_, v) = self.entries.remove(i);
         self.reindex();
@@ -198,7 +207,7 @@ impl Map {
 
     /// Take member `key` out, putting the last member in its place (O(1) without an
     /// index; use it when order no longer matters).
-    pub fn swap_remove(&mut self, key: &str) -> Option<Value> {
+    pub fn swap_remove(&mut self, key: &str) -> Option<V> {
         let i = self.get_index_of(key)?;
         let (_, v) = self.entries.swap_remove(i);
         self.reindex();
@@ -206,7 +215,7 @@ impl Map {
     }
 
     /// Keep only the members `f` says yes to, in order.
-    pub fn retain(&mut self, mut f: impl FnMut(&Str, &mut Value) -> bool) {
+    pub fn retain(&mut self, mut f: impl FnMut(&Str, &mut V) -> bool) {
         self.entries.retain_mut(|(k, v)| f(k, v));
         self.reindex();
     }
@@ -220,12 +229,12 @@ impl Map {
 
     /// The members, in order.
     #[inline]
-    pub fn iter(&self) -> Iter<'_> {
+    pub fn iter(&self) -> Iter<'_, V> {
         Iter(self.entries.iter())
     }
 
     /// The members, in order, values changeable.
-    pub fn iter_mut(&mut self) -> IterMut<'_> {
+    pub fn iter_mut(&mut self) -> IterMut<'_, V> {
         IterMut(self.entries.iter_mut())
     }
 
@@ -235,35 +244,35 @@ impl Map {
     }
 
     /// The values, in order.
-    pub fn values(&self) -> impl ExactSizeIterator<Item = &Value> + DoubleEndedIterator {
+    pub fn values(&self) -> impl ExactSizeIterator<Item = &V> + DoubleEndedIterator {
         self.entries.iter().map(|(_, v)| v)
     }
 
     /// The values, in order, changeable.
-    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut Value> {
+    pub fn values_mut(&mut self) -> impl ExactSizeIterator<Item = &mut V> {
         self.entries.iter_mut().map(|(_, v)| v)
     }
 
     /// The members as a slice of pairs, in order: the cheapest way to walk them.
     #[inline]
-    pub fn as_slice(&self) -> &[(Str, Value)] {
+    pub fn as_slice(&self) -> &[(Str, V)] {
         &self.entries
     }
 
     /// Build from pairs read in order, a repeated name keeping its first place and its
     /// last value. The vector becomes the map's storage when no name repeats.
-    pub fn from_pairs(pairs: Vec<(Str, Value)>) -> Map {
+    pub fn from_pairs(pairs: Vec<(Str, V)>) -> Self {
         // The common case, names all different: the decoder's vector becomes the map
         // as it is (no second vector), with an index when it is long enough.
         if pairs.len() < INDEX_AT {
             if !has_repeat_small(&pairs) {
-                return Map {
+                return Members {
                     entries: pairs,
                     index: None,
                 };
             }
         } else if let Some(index) = Index::build_unique(&pairs) {
-            return Map {
+            return Members {
                 entries: pairs,
                 index: Some(index),
             };
@@ -272,7 +281,7 @@ impl Map {
         // place and taking the last value, as `insert` does.
         let state = foldhash::fast::RandomState::default();
         let mut table = hashbrown::HashTable::with_capacity(pairs.len());
-        let mut entries: Vec<(Str, Value)> = Vec::with_capacity(pairs.len());
+        let mut entries: Vec<(Str, V)> = Vec::with_capacity(pairs.len());
         for (k, v) in pairs {
             let h = state.hash_one(k.as_str());
             match table.find(h, |&i: &usize| entries[i].0 == k) {
@@ -286,12 +295,12 @@ impl Map {
             }
         }
         let index = (entries.len() >= INDEX_AT).then(|| Box::new(Index { table, state }));
-        Map { entries, index }
+        Members { entries, index }
     }
 }
 
 /// Whether a name repeats among fewer than [`INDEX_AT`] pairs (lengths compared first).
-fn has_repeat_small(pairs: &[(Str, Value)]) -> bool {
+fn has_repeat_small<V>(pairs: &[(Str, V)]) -> bool {
     pairs
         .iter()
         .enumerate()
@@ -299,8 +308,8 @@ fn has_repeat_small(pairs: &[(Str, Value)]) -> bool {
 }
 
 /// Equal when both hold the same names with equal values, in any order (as `IndexMap`).
-impl PartialEq for Map {
-    fn eq(&self, other: &Map) -> bool {
+impl<V: PartialEq> PartialEq for Members<V> {
+    fn eq(&self, other: &Members<V>) -> bool {
         self.len() == other.len()
             && self
                 .entries
@@ -309,7 +318,7 @@ impl PartialEq for Map {
     }
 }
 
-impl fmt::Debug for Map {
+impl<V: fmt::Debug> fmt::Debug for Members<V> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
             .entries(self.entries.iter().map(|(k, v)| (k, v)))
@@ -317,28 +326,12 @@ impl fmt::Debug for Map {
     }
 }
 
-impl<K: Into<Str>, V: Into<Value>> FromIterator<(K, V)> for Map {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut m = Map::new();
-        m.extend(iter);
-        m
-    }
-}
-
-impl<K: Into<Str>, V: Into<Value>> Extend<(K, V)> for Map {
-    fn extend<I: IntoIterator<Item = (K, V)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k, v.into());
-        }
-    }
-}
-
-/// The members of a [`Map`] by reference, in order.
+/// The members of a [`Map`](crate::Map) by reference, in order.
 #[derive(Clone)]
-pub struct Iter<'a>(std::slice::Iter<'a, (Str, Value)>);
+pub struct Iter<'a, V>(std::slice::Iter<'a, (Str, V)>);
 
-impl<'a> Iterator for Iter<'a> {
-    type Item = (&'a Str, &'a Value);
+impl<'a, V> Iterator for Iter<'a, V> {
+    type Item = (&'a Str, &'a V);
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|(k, v)| (k, v))
@@ -348,19 +341,19 @@ impl<'a> Iterator for Iter<'a> {
     }
 }
 
-impl ExactSizeIterator for Iter<'_> {}
+impl<V> ExactSizeIterator for Iter<'_, V> {}
 
-impl DoubleEndedIterator for Iter<'_> {
+impl<V> DoubleEndedIterator for Iter<'_, V> {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.0.next_back().map(|(k, v)| (k, v))
     }
 }
 
-/// The members of a [`Map`], values changeable, in order.
-pub struct IterMut<'a>(std::slice::IterMut<'a, (Str, Value)>);
+/// The members of a [`Map`](crate::Map), values changeable, in order.
+pub struct IterMut<'a, V>(std::slice::IterMut<'a, (Str, V)>);
 
-impl<'a> Iterator for IterMut<'a> {
-    type Item = (&'a Str, &'a mut Value);
+impl<'a, V> Iterator for IterMut<'a, V> {
+    type Item = (&'a Str, &'a mut V);
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         self.0.next().map(|(k, v)| (&*k, v))
@@ -370,53 +363,42 @@ impl<'a> Iterator for IterMut<'a> {
     }
 }
 
-impl ExactSizeIterator for IterMut<'_> {}
+impl<V> ExactSizeIterator for IterMut<'_, V> {}
 
-impl IntoIterator for Map {
-    type Item = (Str, Value);
-    type IntoIter = std::vec::IntoIter<(Str, Value)>;
+impl<V> IntoIterator for Members<V> {
+    type Item = (Str, V);
+    type IntoIter = std::vec::IntoIter<(Str, V)>;
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()
     }
 }
 
-impl<'a> IntoIterator for &'a Map {
-    type Item = (&'a Str, &'a Value);
-    type IntoIter = Iter<'a>;
+impl<'a, V> IntoIterator for &'a Members<V> {
+    type Item = (&'a Str, &'a V);
+    type IntoIter = Iter<'a, V>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
     }
 }
 
-impl<'a> IntoIterator for &'a mut Map {
-    type Item = (&'a Str, &'a mut Value);
-    type IntoIter = IterMut<'a>;
+impl<'a, V> IntoIterator for &'a mut Members<V> {
+    type Item = (&'a Str, &'a mut V);
+    type IntoIter = IterMut<'a, V>;
     fn into_iter(self) -> Self::IntoIter {
         self.iter_mut()
     }
 }
 
-impl serde::Serialize for Map {
+impl<V: serde::Serialize> serde::Serialize for Members<V> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_map(self.iter())
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for Map {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Map, D::Error> {
-        match Value::deserialize(d)? {
-            Value::Struct(m) => Ok(*m),
-            other => Err(serde::de::Error::invalid_type(
-                crate::de::unexpected(&other),
-                &"a map",
-            )),
-        }
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Map, Value};
 
     fn names(m: &Map) -> Vec<&str> {
         m.keys().map(|k| k.as_str()).collect()

@@ -133,6 +133,18 @@ impl std::str::FromStr for DateTime {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for crate::Map {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<crate::Map, D::Error> {
+        match Value::deserialize(d)? {
+            Value::Struct(m) => Ok(*m),
+            other => Err(serde::de::Error::invalid_type(
+                crate::de::unexpected(&other),
+                &"a map",
+            )),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

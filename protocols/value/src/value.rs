@@ -1,6 +1,11 @@
 //! [`Value`], the data model, and [`Params`], a call's parameters.
 
-use crate::{DateTime, Map, Str};
+use crate::map::Members;
+use crate::{DateTime, Str};
+
+/// A struct's members: names and values in the order they came (see [`Members`], the
+/// representation, generic only so that it needs no `Value` of its own).
+pub type Map = Members<Value>;
 
 /// A dynamically typed RPC value.
 ///
