@@ -254,7 +254,8 @@ impl From<'_> {
         use chrono::{Datelike, Timelike};
         let t = dt.0;
         let nanos = t.nanosecond();
-        let exact = nanos % 1000 == 0 && nanos < 1_000_000_000 && (1..=9999).contains(&t.year());
+        let exact =
+            nanos.is_multiple_of(1000) && nanos < 1_000_000_000 && (1..=9999).contains(&t.year());
         if self.marshal.builtin_types && exact {
             let args = (
                 t.year(),

@@ -52,7 +52,7 @@ impl Gather {
     /// its first place and its last value, as `Map::insert` does).
     pub fn into_map(mut self) -> Map {
         let mut pairs = Vec::with_capacity(self.0.len());
-        pairs.extend(self.0.drain(..));
+        pairs.append(&mut self.0);
         Map::from_pairs(pairs)
     }
 }
