@@ -174,3 +174,29 @@ def test_serve_from_asyncio():
         s.close()
 
     asyncio.run(main())
+
+
+def test_config_file_and_auth_are_rpcmux_serves(tmp_path, running):
+    # The server's guarantees come from the library: a [limits] bound of the config
+    # file and a credentials file (--auth) hold for Python verbs as for Rust ones.
+    (tmp_path / "users.toml").write_text('anonymous = ["echo"]\n')
+    (tmp_path / "rpcmux.toml").write_text('[limits]\nmax_body = 2048\n[auth]\nfile = "users.toml"\n')
+    s = rpcmux.Server(listen="127.0.0.1:0", config=tmp_path / "rpcmux.toml")
+
+    @s.verb()
+    def echo(x):
+        return x
+
+    @s.verb()
+    def secret():
+        return "never"
+
+    running(s)
+    p = proxy(s)
+    assert p.echo("small") == "small"
+    with pytest.raises(jsonrpclib.ProtocolError) as e:
+        p.secret()
+    assert e.value.args[0][0] == -32020, e.value.args
+    with pytest.raises(Exception) as e:
+        p.echo("x" * 4096)
+    assert "413" in str(e.value), e.value
