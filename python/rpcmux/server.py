@@ -80,7 +80,7 @@ class SimpleXMLRPCServer(SimpleXMLRPCDispatcher):
             _refuse("overriding _marshaled_dispatch")
         SimpleXMLRPCDispatcher.__init__(self, allow_none, encoding, use_builtin_types)
         self.logRequests = logRequests
-        self.requestHandler = requestHandler
+        self.requestHandler = self.RequestHandlerClass = requestHandler
         self.server_address = tuple(addr)
         if workers is None:
             workers = 16 if isinstance(self, socketserver.ThreadingMixIn) else 1
