@@ -2,9 +2,8 @@
 //!
 //! A call's parameters are decoded, and its answer encoded, by rpcmux on tokio's workers
 //! without the GIL; only the conversion to and from Python objects and the function
-//! itself hold it. A plain function runs on tokio's blocking pool, at most `workers`
-//! at once (a semaphore, the `offload` pattern), so slow functions cannot take the
-//! async workers; an `async def` is handed to the server's one asyncio loop and its
+//! itself hold it. A plain function runs on one of the server's `workers` threads
+//! (`pool.rs`), so slow functions cannot take the async workers; an `async def` is handed to the server's one asyncio loop and its
 //! result comes back through a callback. A call past its deadline is answered by
 //! rpcmux (-32004) while the Python function runs on, holding its worker slot, so the
 //! pool's bound holds even for functions that never return.
@@ -17,7 +16,7 @@ use rpcmux::{Params, RpcError, Value};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio::sync::{oneshot, Notify, Semaphore};
+use tokio::sync::{oneshot, Notify};
 
 /// How a registered function is called.
 pub struct Entry {
@@ -34,8 +33,8 @@ pub struct Entry {
 pub struct Calls {
     pub types: Types,
     pub marshal: Marshal,
-    /// Worker slots for plain functions.
-    pub pool: Arc<Semaphore>,
+    /// The threads plain functions run on.
+    pub pool: crate::pool::Pool,
     /// `submit(func, args, kwargs, done)`: schedules an `async def` on the loop and
     /// returns its `concurrent.futures.Future` (python/rpcmux/_aio.py).
     pub submit: Mutex<Option<Py<PyAny>>>,
@@ -82,23 +81,21 @@ impl Calls {
         params: Params,
         origin: Origin,
     ) -> Result<Value, RpcError> {
-        let permit = self
-            .pool
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| RpcError::new(RpcError::SERVER_BUSY, "the server is closing"))?;
-        let job = tokio::task::spawn_blocking(move || {
-            let _slot = permit;
-            Python::attach(|py| {
-                let answer = self
-                    .start(py, &entry, &method, &params, &origin)
-                    .and_then(|r| self.to_value(&r, &origin));
-                answer.map_err(|e| fault_of(py, e, &self.types))
-            })
-        });
-        job.await
-            .unwrap_or_else(|e| Err(RpcError::internal(format!("the Python call failed: {e}"))))
+        let (tx, rx) = oneshot::channel();
+        let calls = self.clone();
+        self.pool.submit(Box::new(move |py| {
+            // Its caller gone (the deadline passed while it was queued): not run.
+            if tx.is_closed() {
+                return;
+            }
+            let answer = calls
+                .start(py, &entry, &method, &params, &origin)
+                .and_then(|r| calls.to_value(&r, &origin))
+                .map_err(|e| fault_of(py, e, &calls.types));
+            let _ = tx.send(answer);
+        }));
+        rx.await
+            .unwrap_or_else(|_| Err(RpcError::internal("the Python worker stopped")))
     }
 
     async fn run_async(

@@ -18,7 +18,7 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 /// How often a serving thread looks for a signal (Ctrl-C) Python has noted: Python
 /// runs its handlers only when it gets the GIL back, so the loop must ask.
@@ -154,7 +154,7 @@ impl Core {
                 allow_none,
                 builtin_types: use_builtin_types,
             },
-            pool: Arc::new(Semaphore::new(workers)),
+            pool: crate::pool::Pool::new(workers)?,
             submit: Mutex::new(None),
             done: Default::default(),
             answered: Notify::new(),

@@ -7,12 +7,13 @@
 //! `rpcmux serve`, not a second server. The modules: `core` (a server as Python drives
 //! it), `call` (the GIL only inside the call), `convert` (marshalling as
 //! `xmlrpc.client` does it), `fault` (an exception as the fault the standard library
-//! sends).
+//! sends), `pool` (the threads plain functions run on).
 
 mod call;
 mod convert;
 mod core;
 mod fault;
+mod pool;
 
 use pyo3::prelude::*;
 
