@@ -53,8 +53,8 @@ class Server:
     port 0 for a free one, ``"unix:/run/app.sock"``); ``config``: an ``rpcmux.toml`` file
     (limits, ``[ops]`` metrics and access log, ``[events]``, ...); ``auth``: a
     credentials file (``--auth``); ``tls``: ``(cert, key)`` or ``{"cert", "key",
-    "client_ca"}``. ``workers``: how many plain functions may run at once (each on a
-    thread of rpcmux's blocking pool); ``call_timeout``: seconds a call may take before
+    "client_ca"}``. ``workers``: how many plain functions may run at once (the
+    server's worker threads); ``call_timeout``: seconds a call may take before
     its caller gets error -32004 (``None``: no deadline). Values are marshalled as
     ``xmlrpc.client`` does with ``allow_none`` and ``use_builtin_types`` (``None``,
     ``bytes``, ``datetime``) unless told otherwise.
