@@ -43,7 +43,7 @@ pub struct VerbBuilder<'t> {
     policy: Policy,
 }
 
-impl VerbBuilder<'_> {
+impl<'t> VerbBuilder<'t> {
     /// What the verb does (`system.methodHelp`, `rpc.discover`).
     pub fn help(mut self, text: &str) -> Self {
         self.help = text.to_owned();
@@ -280,6 +280,17 @@ impl VerbBuilder<'_> {
 
     fn finish(self, run: Run, result: Option<serde_json::Value>) -> Result<(), RegisterError> {
         self.table.claim(&self.name)?;
+        let (table, verb) = self.build(run, result);
+        table.verbs.insert(verb.name.clone(), Arc::new(verb));
+        Ok(())
+    }
+
+    /// The verb, not yet in the table (the fallback is kept apart from it).
+    pub(crate) fn build(
+        self,
+        run: Run,
+        result: Option<serde_json::Value>,
+    ) -> (&'t mut VerbTable, Verb) {
         // Verbs live for the life of the process; leaking the short name list lets
         // every call's Args borrow it without a refcount. Upstream verbs, which may be
         // registered again at each refresh, declare none: an empty list leaks nothing.
@@ -304,7 +315,6 @@ impl VerbBuilder<'_> {
             names,
             run,
         };
-        self.table.verbs.insert(self.name, Arc::new(verb));
-        Ok(())
+        (self.table, verb)
     }
 }

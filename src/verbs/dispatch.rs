@@ -99,6 +99,17 @@ impl VerbTable {
                 };
                 (started, abort)
             }
+            Run::AnyName(h) => {
+                let abort = ctx.abort.clone();
+                let started = match input.into_params(&verb.name) {
+                    Ok(params) => {
+                        std::panic::catch_unwind(AssertUnwindSafe(|| h(method, params, ctx)))
+                            .map(Ok)
+                    }
+                    Err(e) => Ok(Err(e)),
+                };
+                (started, abort)
+            }
         };
         match started {
             Ok(Ok(fut)) => guard(verb, fut, &abort, call),

@@ -14,6 +14,7 @@ mod builtins;
 mod context;
 mod dispatch;
 mod dispatched;
+mod fallback;
 mod group;
 mod introspect;
 mod login;

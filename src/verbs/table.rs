@@ -97,7 +97,7 @@ impl VerbTable {
     pub(crate) fn find(&self, method: &str) -> Found<'_> {
         match self.own(method) {
             Some(v) => Found::Local(v),
-            None => Found::Upstream(self.extra.get(method)),
+            None => Found::Upstream(self.extra.get(method).or_else(|| self.fallback.clone())),
         }
     }
 }

@@ -11,12 +11,16 @@ use std::sync::Arc;
 
 type Handler = dyn Fn(Args, CallContext) -> Reply + Send + Sync;
 type Passthrough = dyn Fn(Params, CallContext) -> Reply + Send + Sync;
+/// A fallback's handler: told the method name it was called by (`fallback.rs`).
+pub(crate) type AnyName = dyn Fn(&str, Params, CallContext) -> Reply + Send + Sync;
 /// A verb built into the table, which needs the table itself (introspection, multicall).
 pub(crate) type Builtin = fn(&VerbTable, Args, CallContext) -> Reply;
 
 pub(crate) enum Run {
     Handler(Arc<Handler>),
     Passthrough(Arc<Passthrough>),
+    /// The table's fallback: any name no verb has (see `fallback.rs`).
+    AnyName(Arc<AnyName>),
     Typed(Arc<dyn TypedRun>),
     Builtin(Builtin),
 }
@@ -67,7 +71,7 @@ pub struct Verb {
 impl Verb {
     /// Whether it takes its parameters as sent, unchecked (a verb forwarded upstream).
     pub(crate) fn is_passthrough(&self) -> bool {
-        matches!(self.run, Run::Passthrough(_))
+        matches!(self.run, Run::Passthrough(_) | Run::AnyName(_))
     }
 
     /// The name it is called by.
@@ -122,6 +126,9 @@ pub struct VerbTable {
     pub(crate) extra: Arc<crate::verbs::upstream::UpstreamVerbs<Verb>>,
     /// Calls per `system.multicall` (the server sets it from `max_batch`).
     pub(crate) max_batch: usize,
+    /// What answers a name no verb has ([`crate::VerbBuilder::fallback`]); `None`:
+    /// error -32601.
+    pub(crate) fallback: Option<Arc<Verb>>,
     /// Metrics and access log, set by the server (none for a table called directly).
     pub(crate) observer: Option<Arc<crate::verbs::Observer>>,
 }
@@ -133,6 +140,7 @@ impl Default for VerbTable {
             aliases: Names::default(),
             extra: Default::default(),
             max_batch: crate::Limits::default().max_batch,
+            fallback: None,
             observer: None,
         }
     }
