@@ -180,6 +180,12 @@ mod tests {
     use super::*;
     use http_body_util::BodyExt;
 
+    /// The body's next data frame, as hyper would take it.
+    async fn next_data(body: &mut ReplyBody) -> Option<Chunk> {
+        let frame = body.frame().await?.unwrap();
+        Some(frame.into_data().ok().expect("a data frame"))
+    }
+
     #[tokio::test]
     async fn a_big_body_is_charged_until_taken_and_comes_out_whole() {
         let budget = Budget::new(1 << 30);
@@ -187,14 +193,7 @@ mod tests {
         let mut body = ReplyBody::charged(data.to_vec(), &budget);
         assert_eq!(body.size_hint().exact(), Some(300_000));
         assert_eq!(budget.used(), 300_000);
-        let first = body
-            .frame()
-            .await
-            .unwrap()
-            .unwrap()
-            .into_data()
-            .ok()
-            .unwrap();
+        let first = next_data(&mut body).await.unwrap();
         assert_eq!(first.remaining(), SLICE);
         assert_eq!(
             budget.used(),
@@ -208,22 +207,15 @@ mod tests {
             300_000 - SLICE,
             "a slice written and dropped is not"
         );
-        while let Some(f) = body.frame().await {
-            all.extend_from_slice(f.unwrap().into_data().ok().unwrap().chunk());
+        while let Some(chunk) = next_data(&mut body).await {
+            all.extend_from_slice(chunk.chunk());
         }
         assert_eq!(all, data);
         assert_eq!(budget.used(), 0);
         let mut small = ReplyBody::charged(b"ok".to_vec(), &budget);
         assert_eq!(budget.used(), 0, "small bodies are not charged");
         assert_eq!(small.size_hint().exact(), Some(2));
-        let only = small
-            .frame()
-            .await
-            .unwrap()
-            .unwrap()
-            .into_data()
-            .ok()
-            .unwrap();
+        let only = next_data(&mut small).await.unwrap();
         assert_eq!(only.chunk(), b"ok");
         assert!(small.is_end_stream() && small.frame().await.is_none());
         assert!(ReplyBody::charged(Vec::new(), &budget).is_end_stream());

@@ -26,14 +26,19 @@ fn names(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// A decoded struct's pairs: every member an int.
+fn pairs(names: &[String]) -> Vec<(Str, Value)> {
+    names
+        .iter()
+        .map(|k| (Str::from(k.as_str()), Value::Int(1)))
+        .collect()
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("map_build_and_read_every_member");
     for n in [4, 8, 12, 16, 20, 24, 32, 48, 64] {
         let names = names(n);
-        let pairs: Vec<(Str, Value)> = names
-            .iter()
-            .map(|k| (Str::from(k.as_str()), Value::Int(1)))
-            .collect();
+        let pairs = pairs(&names);
         g.bench_with_input(BenchmarkId::from_parameter(n), &pairs, |b, pairs| {
             b.iter_batched(
                 || pairs.clone(),
@@ -56,10 +61,7 @@ fn bench(c: &mut Criterion) {
     // What an echo or a forwarding verb does: build the map, read no member.
     let mut g = c.benchmark_group("map_build_only");
     for n in [4, 8, 12, 16, 20, 24, 32, 48, 64] {
-        let pairs: Vec<(Str, Value)> = names(n)
-            .iter()
-            .map(|k| (Str::from(k.as_str()), Value::Int(1)))
-            .collect();
+        let pairs = pairs(&names(n));
         g.bench_with_input(BenchmarkId::from_parameter(n), &pairs, |b, pairs| {
             b.iter_batched(
                 || pairs.clone(),
