@@ -62,16 +62,7 @@ pub(crate) async fn collect(
     };
     // The declared length is trusted only up to 64 KiB ahead of the bytes themselves.
     let first = declared.map_or(0, |n| n as usize).min(64 * 1024);
-    // Allocated at the first byte that cannot be taken as it came (see `whole`).
-    let mut buf = BytesMut::new();
-    // The body when it came as one frame of its declared length (the common case):
-    // taken as hyper read it, a view of hyper's read buffer, neither copied nor
-    // allocated. Charged as its length (no longer than `first`); what else it keeps
-    // alive is hyper's own read buffer of this connection (at most `MAX_HTTP_BUF`,
-    // 64 KiB, held by the connection anyway), which hyper replaces rather than reuses
-    // if it reads again while the call runs: at most one more such buffer per
-    // connection, bounded as hyper's is.
-    let mut whole: Option<Bytes> = None;
+    let mut buf = BytesMut::with_capacity(first);
     // A body declared small takes the small lane (see `budget`).
     let mut charge = budget.take_judged(first.max(1), judged(first)).await;
     let start = Instant::now();
@@ -97,24 +88,8 @@ pub(crate) async fn collect(
         let Ok(data) = frame.into_data() else {
             continue; // trailers
         };
-        if buf.is_empty()
-            && whole.is_none()
-            && declared == Some(data.len() as u64)
-            && data.len() <= first
-        {
-            whole = Some(data);
-            continue;
-        }
-        if let Some(w) = whole.take() {
-            // Not the whole body after all (more came than declared): copied like the rest.
-            buf.reserve(first.max(w.len()));
-            buf.extend_from_slice(&w);
-        }
         if buf.len() + data.len() > limits.max {
             return Err(BodyError::TooLarge);
-        }
-        if buf.capacity() == 0 {
-            buf.reserve(first);
         }
         buf.extend_from_slice(&data);
         drop(data);
@@ -157,9 +132,6 @@ pub(crate) async fn collect(
     // The call holds the whole body (a request alone may always run).
     charge.grow(over.bytes());
     drop(over);
-    if let Some(w) = whole {
-        return Ok((w, charge));
-    }
     Ok((exact(buf), charge))
 }
 
