@@ -51,6 +51,14 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// Where a call came from, as its context says.
+    pub fn of(ctx: &rpcmux::CallContext) -> Origin {
+        Origin {
+            protocol: ctx.protocol,
+            peer: ctx.peer,
+        }
+    }
+
     fn xml(&self) -> bool {
         self.protocol.starts_with("xmlrpc")
     }

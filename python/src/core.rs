@@ -351,10 +351,7 @@ impl Core {
             }
             let (calls, entry, name) = (self.calls.clone(), r.entry.clone(), r.name.clone());
             b.passthrough(move |params, ctx| {
-                let origin = Origin {
-                    protocol: ctx.protocol,
-                    peer: ctx.peer,
-                };
+                let origin = Origin::of(&ctx);
                 calls
                     .clone()
                     .run(entry.clone(), name.clone(), params, origin)
@@ -368,10 +365,7 @@ impl Core {
             }
             let (calls, entry) = (self.calls.clone(), entry.clone());
             b.fallback(move |method, params, ctx| {
-                let origin = Origin {
-                    protocol: ctx.protocol,
-                    peer: ctx.peer,
-                };
+                let origin = Origin::of(&ctx);
                 calls
                     .clone()
                     .run(entry.clone(), method.to_owned(), params, origin)
