@@ -108,7 +108,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                                 m.refused("ws_sessions");
                             }
                             let reply = slots.refusal();
-                            return Ok::<_, Infallible>(reply.map(|body| replies.watch(body)));
+                            return Ok::<_, Infallible>(watched(reply, &replies));
                         }
                     }
                 } else {
@@ -123,7 +123,7 @@ pub(crate) async fn serve<S: Stream>(io: Rewind<S>, mut info: ConnInfo, shared: 
                     let _ = opened.send((handshake, slot));
                 }
                 busy.fetch_sub(1, Ordering::Relaxed);
-                Ok::<_, Infallible>(reply.map(|body| replies.watch(body)))
+                Ok::<_, Infallible>(watched(reply, &replies))
             })
         })
     };
@@ -275,4 +275,19 @@ impl Drop for Forget {
     fn drop(&mut self) {
         self.0.drop_connection(self.1);
     }
+}
+
+/// A reply as it leaves for the h2 crate: its body watched for reads, its length said
+/// without an allocation (`content_length`).
+fn watched(
+    reply: super::service::Reply,
+    replies: &Arc<Watch>,
+) -> hyper::Response<super::h2_progress::Watched> {
+    use hyper::body::Body as _;
+    let (mut head, body) = reply.into_parts();
+    // As hyper would: only for a body (an empty one, such as a CONNECT's 200, says none).
+    if !body.is_end_stream() {
+        super::content_length::set(&mut head.headers, body.size_hint().exact());
+    }
+    hyper::Response::from_parts(head, replies.watch(body))
 }

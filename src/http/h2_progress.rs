@@ -13,7 +13,7 @@ use hyper::body::{Body, Frame, SizeHint};
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -21,9 +21,19 @@ use tokio::time::Instant;
 /// One connection's replies still being sent.
 pub(crate) struct Watch {
     since: Instant,
-    /// Each reply's last read, in milliseconds since `since`; gone when sent or dropped.
-    replies: Mutex<Vec<Weak<AtomicU64>>>,
+    /// Each reply's last read, in milliseconds since `since`, or [`FREE`]. A slot is
+    /// reused by the next reply once its own is sent or dropped, so a reply allocates
+    /// nothing here (one `Arc` per reply was one allocation per HTTP/2 call). The list is
+    /// as long as the most replies in flight at once (at most the connection's streams),
+    /// and trailing free slots past [`KEEP`] are let go.
+    replies: Mutex<Vec<Arc<AtomicU64>>>,
 }
+
+/// A slot no reply holds.
+const FREE: u64 = u64::MAX;
+
+/// Slots kept however many are free.
+const KEEP: usize = 16;
 
 impl Watch {
     pub fn new() -> Arc<Watch> {
@@ -39,13 +49,32 @@ impl Watch {
 
     /// `body`, noting when it is read.
     pub fn watch(self: &Arc<Self>, body: ReplyBody) -> Watched {
-        let last = Arc::new(AtomicU64::new(self.now()));
-        if let Ok(mut replies) = self.replies.lock() {
-            // Sent replies are pruned here too, so the list stays as long as the
-            // replies in flight (at most the connection's streams).
-            replies.retain(|r| r.strong_count() > 0);
-            replies.push(Arc::downgrade(&last));
-        }
+        let now = self.now();
+        let last = match self.replies.lock() {
+            Ok(mut replies) => {
+                while replies.len() > KEEP
+                    && replies
+                        .last()
+                        .is_some_and(|r| r.load(Ordering::Relaxed) == FREE)
+                {
+                    replies.pop();
+                }
+                let free = replies.iter().find(|r| {
+                    r.compare_exchange(FREE, now, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                });
+                match free {
+                    Some(slot) => slot.clone(),
+                    None => {
+                        let slot = Arc::new(AtomicU64::new(now));
+                        replies.push(slot.clone());
+                        slot
+                    }
+                }
+            }
+            // Poisoned: the reply is sent unwatched.
+            Err(_) => Arc::new(AtomicU64::new(now)),
+        };
         Watched {
             body,
             last,
@@ -59,8 +88,9 @@ impl Watch {
         let replies = self.replies.lock().ok()?;
         replies
             .iter()
-            .filter_map(Weak::upgrade)
-            .map(|last| Duration::from_millis(now.saturating_sub(last.load(Ordering::Relaxed))))
+            .map(|last| last.load(Ordering::Relaxed))
+            .filter(|&last| last != FREE)
+            .map(|last| Duration::from_millis(now.saturating_sub(last)))
             .max()
     }
 }
@@ -70,6 +100,13 @@ pub(crate) struct Watched {
     body: ReplyBody,
     last: Arc<AtomicU64>,
     watch: Arc<Watch>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        // Sent or dropped: the slot is the next reply's.
+        self.last.store(FREE, Ordering::Relaxed);
+    }
 }
 
 impl Body for Watched {
@@ -112,5 +149,32 @@ mod tests {
         assert!(wait >= Duration::from_millis(50), "{wait:?}");
         drop(unread);
         assert_eq!(watch.longest_wait(), None, "a dropped reply waits no more");
+    }
+
+    #[tokio::test]
+    async fn a_sent_replys_slot_is_the_next_ones() {
+        let watch = Watch::new();
+        let body = || ReplyBody::from(Full::new(bytes::Bytes::from_static(b"z")));
+        // 40 replies in flight at once, then all sent.
+        let burst: Vec<Watched> = (0..40).map(|_| watch.watch(body())).collect();
+        assert_eq!(watch.replies.lock().unwrap().len(), 40);
+        drop(burst);
+        assert_eq!(watch.longest_wait(), None);
+        // One at a time: the free slots are reused, and those past KEEP let go.
+        for _ in 0..100 {
+            let one = watch.watch(body());
+            assert!(watch.longest_wait().is_some());
+            drop(one);
+        }
+        assert!(watch.replies.lock().unwrap().len() <= KEEP);
+        let a = watch.watch(body());
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let b = watch.watch(body());
+        let wait = watch.longest_wait().unwrap();
+        assert!(
+            wait >= Duration::from_millis(30),
+            "the older reply's wait: {wait:?}"
+        );
+        drop((a, b));
     }
 }

@@ -6,6 +6,7 @@
 mod auth;
 pub(crate) mod body;
 mod console;
+mod content_length;
 pub(crate) mod encoding;
 pub(crate) mod entry;
 mod h2;

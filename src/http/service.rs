@@ -192,6 +192,8 @@ async fn serve_until_idle<S: Stream>(
     let service = hyper::service::service_fn(move |req| {
         let (shared, info, busy) = (svc_shared.clone(), svc_info.clone(), svc_busy.clone());
         let (upgrade, memo) = (svc_upgrade.clone(), svc_memo.clone());
+        // Boxed (one allocation per request): `poll_without_shutdown`, which the idle
+        // release and the WebSocket hand-over need, wants the service's future `Unpin`.
         Box::pin(async move {
             // Counts requests being answered, and every request ever seen (high bits).
             busy.fetch_add(1 + (1 << 20), Ordering::Relaxed);

@@ -6,18 +6,27 @@
 use crate::conn::ConnInfo;
 use crate::offload;
 use crate::shared::Shared;
-use crate::verbs::{Dispatched, Found, Input, Output};
+use crate::verbs::{Dispatched, Encode, Found, Input, Output};
 use bytes::Bytes;
 use rpcmux_value::{Params, RpcError};
 
 /// The reply body for one XML-RPC request body.
 pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec<u8> {
     let size = body.len();
+    let cap = shared.reply_cap();
+    let mut out = Vec::new();
     let started = match size < offload::OFFLOAD_AT {
-        true => start_typed(&body, shared, info),
+        true => start_typed(&body, shared, info, &mut out),
         false => None,
     };
     let result = match started {
+        // A sync typed verb's result, written as it returned it.
+        Some(Dispatched::Written) => {
+            if let Err(e) = cap.check(out.len()) {
+                return fault_body(&e);
+            }
+            return out;
+        }
         Some(started) => started.await,
         None => {
             let parsed = offload::run(size, move || {
@@ -36,7 +45,6 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
             shared.verbs.dispatch(&call.method, params, ctx).await
         }
     };
-    let cap = shared.reply_cap();
     offload::run(size, move || {
         let mut out = Vec::with_capacity(size.min(1 << 20) + 256);
         // A typed result is written straight to XML, with no value tree between.
@@ -57,15 +65,33 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
 }
 
 /// A small call to a typed verb, its params read straight from the document into the
-/// verb's type (no value tree); `None` for anything else, or params that cannot be read
+/// verb's type (no value tree), a sync verb's result written into `out` as it returns
+/// it ([`Dispatched::Written`]); `None` for anything else, or params that cannot be read
 /// so: the call is then parsed as values, as every call was before.
-fn start_typed(body: &[u8], shared: &Shared, info: &ConnInfo) -> Option<Dispatched> {
+fn start_typed(
+    body: &[u8],
+    shared: &Shared,
+    info: &ConnInfo,
+    out: &mut Vec<u8>,
+) -> Option<Dispatched> {
     let call = rpcmux_xmlrpc::CallParams::open(body, &rpcmux_xmlrpc::Limits::default()).ok()?;
     let Found::Local(verb) = shared.verbs.find(call.method()) else {
         return None;
     };
     let ctx = shared.call_context(info, info.http_protocol("xmlrpc", "xmlrpc-h2"));
-    shared.verbs.dispatch_xml(verb, call, &ctx)
+    let mut write_now = |r: &dyn Encode| {
+        out.reserve(body.len() + 256);
+        // A result XML-RPC cannot express goes the boxed way, which answers the fault.
+        let at = out.len();
+        match r.to_xmlrpc_response(out) {
+            Ok(()) => true,
+            Err(_) => {
+                out.truncate(at);
+                false
+            }
+        }
+    };
+    shared.verbs.dispatch_xml(verb, call, &ctx, &mut write_now)
 }
 
 pub(crate) fn fault_body(err: &RpcError) -> Vec<u8> {

@@ -19,7 +19,7 @@
 //! an error (-32003) instead of an unbounded write.
 
 use crate::offload;
-use crate::verbs::{CallContext, Input, Output, VerbTable};
+use crate::verbs::{CallContext, Dispatched, Encode, Input, Output, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_jsonrpc::{
     write_error, write_error_in, write_result_in, write_result_with_in, Failed, Id, Incoming,
@@ -135,19 +135,17 @@ pub(crate) async fn answer(
 ) -> bool {
     let (shape, protocol) = (bounds.shape, ctx.protocol);
     match incoming {
-        Incoming::Single(item) => match one(&verbs, ctx, item).await {
-            Some((version, id, r)) => {
-                let start = out.len();
-                let how = shape.write(version, protocol);
-                encode_into(out, size, how, &id, r).await;
-                if let Err(e) = bounds.cap.check(out.len() - start) {
-                    crate::conn::reply_cap::discard_from(out, start);
-                    write_error_as(out, how, &id, &e);
-                }
-                true
+        Incoming::Single(item) => {
+            let start = out.len();
+            let Some((how, id)) = one_into(&verbs, ctx, item, bounds, size, out).await else {
+                return false;
+            };
+            if let Err(e) = bounds.cap.check(out.len() - start) {
+                crate::conn::reply_cap::discard_from(out, start);
+                write_error_as(out, how, &id, &e);
             }
-            None => false,
-        },
+            true
+        }
         Incoming::Batch(items) => {
             let calls = calls_in(&items);
             if calls > bounds.max_calls {
@@ -278,6 +276,61 @@ async fn one(verbs: &VerbTable, ctx: CallContext, item: Result<Request, Failed>)
             req.id.map(|id| (req.version, id, result))
         }
     }
+}
+
+/// A request alone (not in a batch), answered into `out`: the shape and id its reply was
+/// written in, or `None` for a notification (run, not answered). A small request's sync
+/// typed verb writes its result into `out` as it returns it ([`WriteNow`]): no box for
+/// the result, and no queue.
+///
+/// [`WriteNow`]: crate::verbs::typed::WriteNow
+async fn one_into(
+    verbs: &VerbTable,
+    ctx: CallContext,
+    item: Result<Request, Failed>,
+    bounds: &Bounds,
+    size: usize,
+    out: &mut Vec<u8>,
+) -> Option<(Write, Id)> {
+    let mut req = match item {
+        Ok(req) => req,
+        Err(f) => {
+            let how = bounds.shape.write(f.version, ctx.protocol);
+            write_error_as(out, how, &f.id, &f.error);
+            return Some((how, f.id));
+        }
+    };
+    if no_argument(verbs, &req) {
+        req.params = rpcmux_value::Params::default();
+        req.raw_params = None;
+    }
+    let how = bounds.shape.write(req.version, ctx.protocol);
+    let input = match &req.raw_params {
+        Some(raw) => Input::Json(raw.get()),
+        None => Input::Tree(req.params),
+    };
+    let dispatched = if size < offload::OFFLOAD_AT {
+        let id = req.id.as_ref();
+        let mut write_now = |r: &dyn Encode| {
+            // A notification's result is dropped: nothing is sent for it.
+            if let Some(id) = id {
+                write_result_with_in(out, how.version, id, |o| r.to_json(o));
+            }
+            true
+        };
+        verbs.dispatch_writing(&req.method, input, ctx, &mut write_now)
+    } else {
+        verbs.dispatch(&req.method, input, ctx)
+    };
+    let result = match dispatched {
+        Dispatched::Written => None,
+        running => Some(running.await),
+    };
+    let id = req.id?;
+    if let Some(r) = result {
+        encode_into(out, size, how, &id, r).await;
+    }
+    Some((how, id))
 }
 
 /// Whether `req` is JSON-RPC 1.0's "no argument" (`"params":[null]`, what Go's client

@@ -217,7 +217,7 @@ impl Msgpack {
         let input = Input::Msgpack(params);
         let reply = self
             .verbs
-            .dispatch_found(&method, &found, input, self.ctx.clone());
+            .dispatch_found(&method, &found, input, self.ctx.clone(), None);
         Ok(Started::Call(msgid, reply))
     }
 
@@ -359,9 +359,9 @@ impl Msgpack {
             let (msgid, verb, params) = group.members.remove(0);
             let found = Found::Upstream(Some(verb.clone()));
             let input = Input::Tree(params);
-            let reply = self
-                .verbs
-                .dispatch_found(&verb.name, &found, input, self.ctx.clone());
+            let reply =
+                self.verbs
+                    .dispatch_found(&verb.name, &found, input, self.ctx.clone(), None);
             return Box::pin(finish(Started::Call(msgid, reply), bytes, cap));
         }
         let mut ids = Vec::with_capacity(group.members.len());

@@ -6,7 +6,7 @@ use crate::verbs::dispatched::{answered_twice, Dispatched, Reply};
 use crate::verbs::output::Output;
 use crate::verbs::policy::WhenBusy;
 use crate::verbs::table::Found;
-use crate::verbs::typed::Input;
+use crate::verbs::typed::{Hooks, Input, WriteNow};
 use crate::verbs::verb::{Run, Verb, VerbTable};
 use crate::verbs::{Args, CallContext};
 use futures_util::future::{BoxFuture, FutureExt};
@@ -32,16 +32,31 @@ impl VerbTable {
     /// protocol to encode.
     pub(crate) fn dispatch(&self, method: &str, input: Input<'_>, ctx: CallContext) -> Dispatched {
         let found = self.find(method);
-        self.dispatch_found(method, &found, input, ctx)
+        self.dispatch_found(method, &found, input, ctx, None)
     }
 
-    /// [`Self::dispatch`] to a verb already looked up by [`Self::find`].
+    /// [`Self::dispatch`], a sync typed verb's result written by `write_now` as it is
+    /// known (then [`Dispatched::Written`]).
+    pub(crate) fn dispatch_writing(
+        &self,
+        method: &str,
+        input: Input<'_>,
+        ctx: CallContext,
+        write_now: WriteNow<'_>,
+    ) -> Dispatched {
+        let found = self.find(method);
+        self.dispatch_found(method, &found, input, ctx, Some(write_now))
+    }
+
+    /// [`Self::dispatch`] to a verb already looked up by [`Self::find`]; a typed verb's
+    /// result known at once is offered to `write_now`, if given.
     pub(crate) fn dispatch_found(
         &self,
         method: &str,
         found: &Found<'_>,
         input: Input<'_>,
         ctx: CallContext,
+        write_now: Option<WriteNow<'_>>,
     ) -> Dispatched {
         // An upstream verb is held by this call (an `Arc`) even if a refresh drops it
         // meanwhile.
@@ -70,7 +85,7 @@ impl VerbTable {
             Run::Typed(t) => {
                 let defer = verb.policy.limit.is_some();
                 return match std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    t.start(&verb.name, input, &ctx, defer)
+                    t.start(&verb.name, input, &ctx, defer, write_now)
                 })) {
                     Ok(Ok(started)) => settle(verb, started, &ctx.abort, call),
                     Ok(Err(e)) => done(call, Err(e)),
@@ -133,7 +148,7 @@ impl VerbTable {
         buf: &[u8],
         max_depth: usize,
         ctx: &CallContext,
-        write_now: crate::verbs::typed::WriteNow<'_>,
+        write_now: WriteNow<'_>,
     ) -> Option<(usize, Dispatched)> {
         let Run::Typed(t) = &verb.run else {
             return None;
@@ -152,7 +167,7 @@ impl VerbTable {
                 .map(|o| o.begin(method, Some(verb.observed()), ctx));
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            let hooks = crate::verbs::typed::Hooks {
+            let hooks = Hooks {
                 begin: &mut begin,
                 write_now,
             };
@@ -181,6 +196,7 @@ impl VerbTable {
         verb: &Arc<Verb>,
         call: rpcmux_xmlrpc::CallParams<'_>,
         ctx: &CallContext,
+        write_now: WriteNow<'_>,
     ) -> Option<Dispatched> {
         let Run::Typed(t) = &verb.run else {
             return None;
@@ -200,7 +216,11 @@ impl VerbTable {
                 .map(|o| o.begin(&verb.name, Some(verb.observed()), ctx));
         };
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            t.start_xml(call, ctx, defer, &mut begin)
+            let hooks = Hooks {
+                begin: &mut begin,
+                write_now,
+            };
+            t.start_xml(call, ctx, defer, hooks)
         }));
         Some(match started {
             Ok(None) => return None,

@@ -46,13 +46,14 @@ impl Input<'_> {
 pub(crate) trait TypedRun: Send + Sync {
     /// Read the parameters and start the handler; a parameter error is -32602. `defer`:
     /// the call must not run before it is polled (its verb's cap on concurrent calls
-    /// admits it first).
+    /// admits it first). A result known at once is offered to `write_now`, if given.
     fn start(
         &self,
         verb: &str,
         input: Input<'_>,
         ctx: &CallContext,
         defer: bool,
+        write_now: Option<WriteNow<'_>>,
     ) -> Result<Dispatched, RpcError>;
 
     /// [`TypedRun::start`] for a msgpack params array at the start of `buf`, whose end
@@ -78,21 +79,22 @@ pub(crate) trait TypedRun: Send + Sync {
         call: rpcmux_xmlrpc::CallParams<'_>,
         ctx: &CallContext,
         defer: bool,
-        begin: &mut dyn FnMut(&CallContext),
+        hooks: Hooks<'_>,
     ) -> Option<Dispatched>;
 }
 
 /// [`TypedRun::start`] for an XML-RPC call opened up to its params
 /// ([`rpcmux_xmlrpc::CallParams`]): they are read straight from the document into the
-/// verb's type, the document's end is checked, then `begin` is called and the handler
-/// started. `None`, with nothing begun or started, when they cannot be read so: the
-/// caller parses the call as values and dispatches it as usual, which answers any error.
+/// verb's type, the document's end is checked, then `hooks.begin` is called and the
+/// handler started (a result known at once offered to `hooks.write_now`). `None`, with
+/// nothing begun or started, when they cannot be read so: the caller parses the call as
+/// values and dispatches it as usual, which answers any error.
 pub(crate) fn start_xml<P: DeserializeOwned, H: TypedHandler<P>>(
     handler: &H,
     mut call: rpcmux_xmlrpc::CallParams<'_>,
     ctx: &CallContext,
     defer: bool,
-    begin: &mut dyn FnMut(&CallContext),
+    hooks: Hooks<'_>,
 ) -> Option<Dispatched> {
     let params = P::deserialize(ParamsDe {
         inner: &mut call,
@@ -102,8 +104,8 @@ pub(crate) fn start_xml<P: DeserializeOwned, H: TypedHandler<P>>(
         (Ok(p), Ok(())) => p,
         _ => return None,
     };
-    begin(ctx);
-    Some(handler.run(params, ctx, defer))
+    (hooks.begin)(ctx);
+    Some(handler.run_now(params, ctx, defer, hooks.write_now))
 }
 
 /// What the caller of [`TypedRun::start_unframed`] lends the call as it starts.
@@ -115,11 +117,11 @@ pub(crate) struct Hooks<'a> {
     pub write_now: WriteNow<'a>,
 }
 
-/// Where a result known as the call is read may be written at once (the stream
-/// framer's reply encoder for this call, into its output): `true` once written, `false`
-/// if not now (the result is then boxed and queued as usual). A sync typed verb's result
-/// so goes from the handler straight into the output, with no box, no copy of it
-/// into one, and no queue.
+/// Where a result known as the call is read may be written at once (the framer's reply
+/// encoder for this call, into its output): `true` once written, `false` if not now
+/// (the result is then boxed and queued as usual). A sync typed verb's result so goes
+/// from the handler straight into the output, with no box, no copy of it into one, and
+/// no queue: msgpack-rpc's unframed calls, every single JSON-RPC request, and XML-RPC.
 pub(crate) type WriteNow<'a> = &'a mut dyn FnMut(&dyn Encode) -> bool;
 
 /// The parameters of a msgpack params array at the start of `buf`; once they are read,
@@ -346,9 +348,13 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         input: Input<'_>,
         ctx: &CallContext,
         defer: bool,
+        write_now: Option<WriteNow<'_>>,
     ) -> Result<Dispatched, RpcError> {
         let params: P = read(verb, input)?;
-        Ok(self.handler.run(params, ctx, defer))
+        Ok(match write_now {
+            Some(write_now) => self.handler.run_now(params, ctx, defer, write_now),
+            None => self.handler.run(params, ctx, defer),
+        })
     }
 
     fn start_unframed(
@@ -370,9 +376,9 @@ impl<P: DeserializeOwned + 'static, H: TypedHandler<P>> TypedRun for Typed<P, H>
         call: rpcmux_xmlrpc::CallParams<'_>,
         ctx: &CallContext,
         defer: bool,
-        begin: &mut dyn FnMut(&CallContext),
+        hooks: Hooks<'_>,
     ) -> Option<Dispatched> {
-        start_xml::<P, H>(&self.handler, call, ctx, defer, begin)
+        start_xml::<P, H>(&self.handler, call, ctx, defer, hooks)
     }
 }
 

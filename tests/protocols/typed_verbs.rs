@@ -78,6 +78,13 @@ fn verbs() -> VerbTable {
         .help("Resize a VM, synchronously.")
         .typed_sync(|p: Resize, _ctx| resize(p))
         .unwrap();
+    // A small request for a big reply: the reply cap holds for a result written as the
+    // handler returns it.
+    verbs
+        .verb("inflateNow")
+        .help("A string of n bytes, synchronously.")
+        .typed_sync(|(n,): (usize,), _ctx| Ok::<_, RpcError>("x".repeat(n.min(1 << 20))))
+        .unwrap();
     verbs
         .verb("boomNow")
         .help("Panic, synchronously.")
@@ -99,9 +106,13 @@ fn verbs() -> VerbTable {
 }
 
 async fn serve() -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+    serve_with(Config::default()).await
+}
+
+async fn serve_with(config: Config) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
     let config = Config {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
-        ..Config::default()
+        ..config
     };
     let server = Server::bind(config, verbs()).await.unwrap();
     let addr = server.local_addrs()[0];
@@ -245,6 +256,27 @@ async fn synchronous_typed_verb_over_every_protocol() {
             r.is_ok(),
             "{proto}: the connection serves on after the panic"
         );
+    }
+}
+
+/// A synchronous typed verb's result is written into the reply as the handler returns
+/// it (no box, no queue); the reply cap still holds for it, in every protocol's shape,
+/// and the connection serves on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_written_at_once_is_still_capped() {
+    let mut config = Config::default();
+    config.limits.max_reply = 64 * 1024;
+    let (addr, _stop) = serve_with(config).await;
+    for proto in ClientProto::ALL {
+        let c = Client::connect(proto, &addr.to_string(), ConnectOpts::default())
+            .await
+            .unwrap();
+        let e = call(&c, "inflateNow", pos(vec![100_000.into()]))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, -32003, "{proto}: {e}");
+        let r = call(&c, "inflateNow", pos(vec![60_000.into()])).await;
+        assert_eq!(r, Ok(Value::from("x".repeat(60_000))), "{proto}");
     }
 }
 

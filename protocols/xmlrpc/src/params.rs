@@ -16,7 +16,7 @@ use crate::read::read_method_name;
 use crate::read_value::{member_name, read_body, Body, Frame};
 use crate::tag::Tag;
 use crate::Limits;
-use rpcmux_value::{RpcError, Value};
+use rpcmux_value::{RpcError, Str, Value};
 use serde::de::{self, DeserializeSeed, Deserializer, IntoDeserializer, Visitor};
 use serde::forward_to_deserialize_any;
 use std::fmt;
@@ -69,7 +69,7 @@ impl From<rpcmux_value::ValueError> for Error {
 /// ```
 pub struct CallParams<'a> {
     cur: Cursor<'a>,
-    method: String,
+    method: Str,
     /// `<params>` was opened and is not closed yet.
     open: bool,
 }

@@ -4,7 +4,7 @@ use crate::cursor::{Cursor, Tok};
 use crate::read_value::read_value;
 use crate::tag::Tag;
 use crate::{Limits, MethodCall};
-use rpcmux_value::{RpcError, Value};
+use rpcmux_value::{RpcError, Str, Value};
 
 /// Parse a `<methodCall>`.
 ///
@@ -28,11 +28,12 @@ pub fn parse_call(body: &[u8], limits: &Limits) -> Result<MethodCall, RpcError> 
 }
 
 /// A `<methodCall>`'s start, through its `<methodName>`: the name.
-pub(crate) fn read_method_name(cur: &mut Cursor<'_>) -> Result<String, RpcError> {
+pub(crate) fn read_method_name(cur: &mut Cursor<'_>) -> Result<Str, RpcError> {
     cur.expect_root(Tag::MethodCall)?;
     cur.expect_open(Tag::MethodName)?;
-    // Names never hold whitespace; trimming forgives pretty-printing writers.
-    let method = cur.read_text(Tag::MethodName)?.trim().to_owned();
+    // Names never hold whitespace; trimming forgives pretty-printing writers. A `Str`:
+    // a name of up to 24 bytes (nearly every one) is held inline, not allocated.
+    let method = Str::from(cur.read_text(Tag::MethodName)?.trim());
     if method.is_empty() {
         return Err(cur.invalid("empty <methodName>"));
     }
