@@ -7,15 +7,17 @@
 //! - A request rpcmux accepts has the method and params serde_json decodes from its
 //!   members (struct members compared in any order); in a batch, member by member.
 //! - A refusal for an inexact integer (-32602 "beyond the 64-bit signed range") only
-//!   where the tree holds a u64 no double holds or a doubtful double (`json_ref::Read`);
-//!   an accepted request holds no inexact u64.
+//!   where the params' text holds a u64 no double holds or a doubtful double
+//!   (`json_ref::Read`), counting a member a repeat of its name overrides (the tree
+//!   keeps only the last; rpcmux judges every number written); an accepted request
+//!   holds no inexact u64.
 //! - Writing: `write_result` of a value made from the same bytes reads back through
 //!   serde_json as that value, mapped as documented (`json_ref::as_written`).
 #![no_main]
 use libfuzzer_sys::arbitrary::Unstructured;
 use libfuzzer_sys::fuzz_target;
 use rpcmux_fuzz::gen;
-use rpcmux_fuzz::json_ref::{as_written, read, same_unordered};
+use rpcmux_fuzz::json_ref::{as_written, every_number, read, same_unordered};
 use rpcmux_jsonrpc::{parse, write_result, Id, Incoming, Request};
 use rpcmux_value::{Params, RpcError, Value};
 use serde_json::value::RawValue;
@@ -69,10 +71,7 @@ fn same_request(req: &Request, json: &str) {
 /// A refused request: no parse error for JSON serde_json decodes, and a refusal for an
 /// inexact integer only where the params may hold one.
 fn check_refusal(e: &RpcError, json: &str) {
-    let params: Option<Json> = members(json).and_then(|o| {
-        o.get("params")
-            .and_then(|p| serde_json::from_str(p.get()).ok())
-    });
+    let raw_params: Option<&str> = members(json).and_then(|o| o.get("params").map(|p| p.get()));
     if e.code == RpcError::PARSE_ERROR {
         assert!(
             serde_json::from_str::<Json>(json).is_err(),
@@ -80,7 +79,7 @@ fn check_refusal(e: &RpcError, json: &str) {
         );
     }
     if e.code == RpcError::INVALID_PARAMS && e.message.contains("beyond the 64-bit") {
-        let r = params.as_ref().map(read).unwrap_or_default();
+        let r = raw_params.map(every_number).unwrap_or_default();
         assert!(
             r.doubt || r.inexact,
             "{json:?}: refused ({e:?}) for no inexact integer"

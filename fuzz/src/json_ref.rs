@@ -60,6 +60,64 @@ fn convert(j: &Json, r: &mut Read) -> Value {
     }
 }
 
+/// [`Read::doubt`] and [`Read::inexact`] over every number in `text` (one JSON value),
+/// including a member that a later member of the same name overrides: rpcmux judges
+/// the params' numbers as they are written, so a repeated name does not hide one (the
+/// tree keeps only the last).
+pub fn every_number(text: &str) -> Read {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    struct Walk<'r>(&'r mut Read);
+    impl<'de> Visitor<'de> for Walk<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, u: u64) -> Result<(), E> {
+            if i64::try_from(u).is_err() {
+                self.0.inexact |= (u as f64) as u128 != u128::from(u);
+            }
+            Ok(())
+        }
+        fn visit_f64<E>(self, d: f64) -> Result<(), E> {
+            self.0.doubt |= d.fract() == 0.0 && d.abs() >= TWO_63;
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(Seed(&mut *self.0))?.is_some() {}
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while map.next_key::<IgnoredAny>()?.is_some() {
+                map.next_value_seed(Seed(&mut *self.0))?;
+            }
+            Ok(())
+        }
+    }
+    struct Seed<'r>(&'r mut Read);
+    impl<'de> serde::de::DeserializeSeed<'de> for Seed<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(Walk(self.0))
+        }
+    }
+    let mut r = Read::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = (&mut de).deserialize_any(Walk(&mut r));
+    r
+}
+
 /// What a `Value` becomes once written as JSON and read back, by the documented
 /// mapping: NaN and ±infinity have no JSON spelling (`null`), bytes are a base64
 /// string, a dateTime its ISO 8601 string.

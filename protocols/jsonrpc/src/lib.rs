@@ -21,7 +21,10 @@
 //!   it (`9223372036854775808`); otherwise the request is refused with -32602 "integer …
 //!   is beyond the 64-bit signed range and no double holds it exactly", never silently
 //!   rounded. A literal with a fraction or exponent (`1e2`, `0.1`) is a double by its
-//!   spelling (`1e2` is the double 100, written back `100.0`). See `exact.rs`.
+//!   spelling (`1e2` is the double 100, written back `100.0`). Every number written in
+//!   `params` is judged, also one in a member a repeat of its name overrides (JSON
+//!   leaves repeated names' meaning open; rpcmux refuses rather than drop it unseen).
+//!   See `exact.rs`.
 //! - **Ids** are echoed byte for byte: a number id is kept as the text the client sent
 //!   ([`IdNumber`]), so `1e2`, `-0`, `1.50` and 30-digit ids come back as they were.
 //!

@@ -1,6 +1,6 @@
 //! Behaviour pinned by the differential fuzz target `json_value_oracle` (rpcmux's reader
-//! against serde_json's value tree; docs/fuzzing.md): one fixed divergence and one
-//! intended difference.
+//! against serde_json's value tree; docs/fuzzing.md): one fixed divergence and the
+//! intended differences.
 use rpcmux_jsonrpc::{parse, Incoming};
 use rpcmux_value::RpcError;
 
@@ -49,4 +49,31 @@ fn a_member_the_request_does_not_use_is_held_to_json_grammar_only() {
     assert_eq!(req.method, "m");
     let body = br#"{"jsonrpc":"2.0","method":"m","params":[1e999],"id":1}"#;
     assert_eq!(parse(body).unwrap_err().code, RpcError::PARSE_ERROR);
+}
+
+#[test]
+fn an_inexact_integer_is_refused_even_where_a_repeated_name_overrides_it() {
+    // Intended (json_value_oracle, 7 December 2026, against an oracle that judged
+    // serde_json's tree, which keeps only a repeated name's last value): every number
+    // written in params is judged, so a member a repeat overrides does not hide one.
+    let huge = "1".repeat(40);
+    let body =
+        format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"b":{huge},"a":1,"b":2}},"id":1}}"#);
+    let tree: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(tree["params"]["b"], 2, "serde_json keeps the last");
+    let Ok(Incoming::Single(Err(f))) = parse(body.as_bytes()) else {
+        panic!("not refused")
+    };
+    assert_eq!(f.error.code, RpcError::INVALID_PARAMS, "{:?}", f.error);
+    assert!(
+        f.error.message.contains("beyond the 64-bit"),
+        "{:?}",
+        f.error
+    );
+    // The same member alone, exact, is served.
+    let body = r#"{"jsonrpc":"2.0","method":"m","params":{"b":1,"a":1,"b":2},"id":1}"#;
+    assert!(matches!(
+        parse(body.as_bytes()),
+        Ok(Incoming::Single(Ok(_)))
+    ));
 }
