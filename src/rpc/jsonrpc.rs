@@ -309,6 +309,7 @@ async fn one_into(
         Some(raw) => Input::Json(raw.get()),
         None => Input::Tree(req.params),
     };
+    let at = out.len();
     let dispatched = if size < offload::OFFLOAD_AT {
         let id = req.id.as_ref();
         let mut write_now = |r: &dyn Encode| {
@@ -324,7 +325,12 @@ async fn one_into(
     };
     let result = match dispatched {
         Dispatched::Written => None,
-        running => Some(running.await),
+        // Not written: nothing of a result is left in `out` (a `Serialize` that
+        // panicked part way is answered -32603 by the dispatch).
+        running => {
+            out.truncate(at);
+            Some(running.await)
+        }
     };
     let id = req.id?;
     if let Some(r) = result {

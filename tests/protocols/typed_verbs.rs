@@ -31,6 +31,19 @@ struct Resized {
     reason: String,
 }
 
+/// A result whose `Serialize` writes a field and then panics.
+#[derive(JsonSchema)]
+struct PanicsHalfWay;
+
+impl Serialize for PanicsHalfWay {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("PanicsHalfWay", 2)?;
+        st.serialize_field("written", "half")?;
+        panic!("PanicsHalfWay");
+    }
+}
+
 /// Code of the domain error `VM.resize` answers for `mem: 0`.
 const ERR_BAD_SIZE: i64 = 7;
 
@@ -84,6 +97,11 @@ fn verbs() -> VerbTable {
         .verb("inflateNow")
         .help("A string of n bytes, synchronously.")
         .typed_sync(|(n,): (usize,), _ctx| Ok::<_, RpcError>("x".repeat(n.min(1 << 20))))
+        .unwrap();
+    verbs
+        .verb("halfWrittenNow")
+        .help("A result whose Serialize panics after its first field, synchronously.")
+        .typed_sync(|(): (), _ctx| Ok::<_, RpcError>(PanicsHalfWay))
         .unwrap();
     verbs
         .verb("boomNow")
@@ -246,6 +264,10 @@ async fn synchronous_typed_verb_over_every_protocol() {
             .unwrap_err();
         assert_eq!(e.code, ERR_BAD_SIZE, "{proto}: {e}");
         let e = call(&c, "boomNow", pos(vec![])).await.unwrap_err();
+        assert_eq!(e.code, -32603, "{proto}: {e}");
+        // A result written as the handler returns it, whose Serialize panics half way:
+        // a clean -32603, nothing of the half-written result in the reply.
+        let e = call(&c, "halfWrittenNow", pos(vec![])).await.unwrap_err();
         assert_eq!(e.code, -32603, "{proto}: {e}");
         let counts =
             futures_util::future::join_all((0..20).map(|_| call(&c, "countNow", pos(vec![]))))
