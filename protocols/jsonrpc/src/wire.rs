@@ -53,12 +53,18 @@ impl<'de> Visitor<'de> for WireSeed<'_> {
             params: None,
             id: None,
         };
+        // A `params` member came (a `null` one sets no params, but is a member: a
+        // second `params` after it, or before it, is a repeat all the same).
+        let mut params_seen = false;
         while let Some(key) = map.next_key::<Field>()? {
             match key {
                 Field::Jsonrpc => set(&mut w.jsonrpc, "jsonrpc", map.next_value()?)?,
                 Field::Method => set(&mut w.method, "method", map.next_value()?)?,
                 Field::Id => set(&mut w.id, "id", map.next_value()?)?,
                 Field::Params => {
+                    if std::mem::replace(&mut params_seen, true) {
+                        return Err(de::Error::duplicate_field("params"));
+                    }
                     // `"params": null` is no params, as an absent member is.
                     let p = match &w.method {
                         Some(m) if !(self.raw_for)(m) => {

@@ -1,5 +1,5 @@
 //! Behaviour pinned by the differential fuzz target `json_value_oracle` (rpcmux's reader
-//! against serde_json's value tree; docs/fuzzing.md): one fixed divergence and the
+//! against serde_json's value tree; docs/fuzzing.md): the fixed divergences and the
 //! intended differences.
 use rpcmux_jsonrpc::{parse, Incoming};
 use rpcmux_value::RpcError;
@@ -76,4 +76,27 @@ fn an_inexact_integer_is_refused_even_where_a_repeated_name_overrides_it() {
         parse(body.as_bytes()),
         Ok(Incoming::Single(Ok(_)))
     ));
+}
+
+#[test]
+fn a_params_member_given_twice_is_malformed_even_when_one_is_null() {
+    // Found by json_value_oracle (7 December 2026): `"params": null` set no params and
+    // so was not counted as a member, and `[1]` then `null` ran with `[1]` where
+    // serde_json's tree (the last value) has none. A repeated member is malformed.
+    for params in [
+        r#""params":[1],"params":null"#,
+        r#""params":null,"params":[1]"#,
+        r#""params":[1],"params":[2]"#,
+    ] {
+        let body = format!(r#"{{"jsonrpc":"2.0","method":"m",{params},"id":1}}"#);
+        let Ok(Incoming::Single(Err(f))) = parse(body.as_bytes()) else {
+            panic!("{body}: served")
+        };
+        assert_eq!(
+            f.error.code,
+            RpcError::INVALID_REQUEST,
+            "{body}: {:?}",
+            f.error
+        );
+    }
 }
