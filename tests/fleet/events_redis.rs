@@ -1178,8 +1178,12 @@ fn sigterm_sends_every_acknowledged_publish_to_the_fleet() {
     });
     let writing = std::thread::spawn(move || {
         let mut i = 0u64;
-        // Until a closes the connection (at most 200,000: a bound, not reached).
-        while i < 200_000 {
+        // Until a closes the connection, and at most 60,000: fewer than the fan-out's
+        // queue holds ([events] queue, 65,536). A publisher that outruns the engine past
+        // it gets its events delivered on this instance only, by design (`fanout.rs`,
+        // logged and counted): under load a run of 78,505 did, and this test is about
+        // the flush at SIGTERM, not that cap.
+        while i < 60_000 {
             let mut out = Vec::new();
             for i in i..i + 100 {
                 out.extend_from_slice(
