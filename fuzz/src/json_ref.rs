@@ -24,6 +24,20 @@ pub struct Read {
     pub inexact: bool,
 }
 
+impl Read {
+    /// An integer serde_json read as a u64 past i64: inexact unless a double holds it.
+    fn see_u64(&mut self, u: u64) {
+        if i64::try_from(u).is_err() {
+            self.inexact |= u as f64 as u128 != u128::from(u);
+        }
+    }
+
+    /// A double: a doubt when it is integral and at least 2^63.
+    fn see_f64(&mut self, d: f64) {
+        self.doubt |= d.fract() == 0.0 && d.abs() >= TWO_63;
+    }
+}
+
 pub fn read(j: &Json) -> Read {
     let mut r = Read::default();
     r.value = convert(j, &mut r);
@@ -37,12 +51,11 @@ fn convert(j: &Json, r: &mut Read) -> Value {
         Json::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
             (Some(i), _, _) => Value::Int(i),
             (None, Some(u), _) => {
-                let d = u as f64;
-                r.inexact |= d as u128 != u128::from(u);
-                Value::Double(d)
+                r.see_u64(u);
+                Value::Double(u as f64)
             }
             (_, _, Some(d)) => {
-                r.doubt |= d.fract() == 0.0 && d.abs() >= TWO_63;
+                r.see_f64(d);
                 Value::Double(d)
             }
             _ => unreachable!("a serde_json number is an i64, u64 or f64"),
@@ -79,13 +92,11 @@ pub fn every_number(text: &str) -> Read {
             Ok(())
         }
         fn visit_u64<E>(self, u: u64) -> Result<(), E> {
-            if i64::try_from(u).is_err() {
-                self.0.inexact |= (u as f64) as u128 != u128::from(u);
-            }
+            self.0.see_u64(u);
             Ok(())
         }
         fn visit_f64<E>(self, d: f64) -> Result<(), E> {
-            self.0.doubt |= d.fract() == 0.0 && d.abs() >= TWO_63;
+            self.0.see_f64(d);
             Ok(())
         }
         fn visit_str<E>(self, _: &str) -> Result<(), E> {

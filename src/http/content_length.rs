@@ -16,9 +16,10 @@ const WIDTH: usize = 4;
 
 /// Every length below [`UP_TO`] in decimal, each in a [`WIDTH`]-byte slot, left-aligned.
 static DIGITS: LazyLock<String> = LazyLock::new(|| {
+    use std::fmt::Write as _;
     let mut all = String::with_capacity(UP_TO as usize * WIDTH);
     for n in 0..UP_TO {
-        all.push_str(&format!("{n:<WIDTH$}"));
+        let _ = write!(all, "{n:<WIDTH$}");
     }
     all
 });

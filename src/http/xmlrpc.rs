@@ -3,6 +3,7 @@
 //! `<fault>` in an HTTP 200, never an empty reply. Big bodies are parsed and big
 //! replies written off the async workers; a reply past `max_reply` is a fault (-32003).
 
+use crate::conn::reply_cap::ReplyCap;
 use crate::conn::ConnInfo;
 use crate::offload;
 use crate::shared::Shared;
@@ -21,12 +22,7 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
     };
     let result = match started {
         // A sync typed verb's result, written as it returned it.
-        Some(Dispatched::Written) => {
-            if let Err(e) = cap.check(out.len()) {
-                return fault_body(&e);
-            }
-            return out;
-        }
+        Some(Dispatched::Written) => return capped(out, &cap),
         Some(started) => started.await,
         None => {
             let parsed = offload::run(size, move || {
@@ -56,12 +52,17 @@ pub(crate) async fn answer(body: Bytes, shared: &Shared, info: &ConnInfo) -> Vec
         if let Err(e) = written {
             rpcmux_xmlrpc::write_fault(&mut out, &e);
         }
-        if let Err(e) = cap.check(out.len()) {
-            return fault_body(&e);
-        }
-        out
+        capped(out, &cap)
     })
     .await
+}
+
+/// A reply body, or the fault for one past `max_reply` (-32003).
+fn capped(out: Vec<u8>, cap: &ReplyCap) -> Vec<u8> {
+    match cap.check(out.len()) {
+        Ok(()) => out,
+        Err(e) => fault_body(&e),
+    }
 }
 
 /// A small call to a typed verb, its params read straight from the document into the

@@ -23,7 +23,7 @@ use crate::verbs::{CallContext, Dispatched, Encode, Input, Output, VerbTable};
 use futures_util::stream::{self, StreamExt};
 use rpcmux_jsonrpc::{
     write_error, write_error_in, write_result_in, write_result_with_in, Failed, Id, Incoming,
-    Request, Version,
+    RawParams, Request, Version,
 };
 use rpcmux_value::RpcError;
 use std::sync::Arc;
@@ -264,18 +264,32 @@ async fn one(verbs: &VerbTable, ctx: CallContext, item: Result<Request, Failed>)
     match item {
         Err(f) => Some((f.version, f.id, Err(f.error))),
         Ok(mut req) => {
-            if no_argument(verbs, &req) {
-                req.params = rpcmux_value::Params::default();
-                req.raw_params = None;
-            }
-            let input = match &req.raw_params {
-                Some(raw) => Input::Json(raw.get()),
-                None => Input::Tree(req.params),
-            };
-            let result = verbs.dispatch(&req.method, input, ctx).await;
+            let (method, input) = call_of(verbs, &mut req);
+            let result = verbs.dispatch(method, input, ctx).await;
             req.id.map(|id| (req.version, id, result))
         }
     }
+}
+
+/// A request's method and its parameters as the dispatch takes them (the raw text for
+/// a typed verb, else the tree, taken out of `req`); JSON-RPC 1.0's "no argument" to a
+/// verb that takes none is no parameters ([`no_argument`]).
+fn call_of<'r>(verbs: &VerbTable, req: &'r mut Request) -> (&'r str, Input<'r>) {
+    if no_argument(verbs, req) {
+        req.params = rpcmux_value::Params::default();
+        req.raw_params = None;
+    }
+    let Request {
+        method,
+        params,
+        raw_params,
+        ..
+    } = req;
+    let input = match raw_params {
+        Some(raw) => Input::Json(RawParams::get(raw)),
+        None => Input::Tree(std::mem::take(params)),
+    };
+    (method, input)
 }
 
 /// A request alone (not in a batch), answered into `out`: the shape and id its reply was
@@ -300,28 +314,21 @@ async fn one_into(
             return Some((how, f.id));
         }
     };
-    if no_argument(verbs, &req) {
-        req.params = rpcmux_value::Params::default();
-        req.raw_params = None;
-    }
     let how = bounds.shape.write(req.version, ctx.protocol);
-    let input = match &req.raw_params {
-        Some(raw) => Input::Json(raw.get()),
-        None => Input::Tree(req.params),
-    };
+    let id = req.id.take();
+    let (method, input) = call_of(verbs, &mut req);
     let at = out.len();
     let dispatched = if size < offload::OFFLOAD_AT {
-        let id = req.id.as_ref();
         let mut write_now = |r: &dyn Encode| {
             // A notification's result is dropped: nothing is sent for it.
-            if let Some(id) = id {
+            if let Some(id) = &id {
                 write_result_with_in(out, how.version, id, |o| r.to_json(o));
             }
             true
         };
-        verbs.dispatch_writing(&req.method, input, ctx, &mut write_now)
+        verbs.dispatch_writing(method, input, ctx, &mut write_now)
     } else {
-        verbs.dispatch(&req.method, input, ctx)
+        verbs.dispatch(method, input, ctx)
     };
     let result = match dispatched {
         Dispatched::Written => None,
@@ -332,7 +339,7 @@ async fn one_into(
             Some(running.await)
         }
     };
-    let id = req.id?;
+    let id = id?;
     if let Some(r) = result {
         encode_into(out, size, how, &id, r).await;
     }
